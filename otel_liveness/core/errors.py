@@ -1,0 +1,154 @@
+"""Every error otel-liveness raises, in one tree.
+
+::
+
+    LivenessError                      base of everything below
+    ├── MalformedStream                the body is not the wire format the provider speaks
+    │   └── FrameTooLarge              one SSE line/frame exceeded the configured bound
+    ├── InvalidPolicy (ValueError)     a Policy field or OTEL_LIVENESS_* variable is wrong
+    ├── AttemptFailed                  one provider attempt ended without a complete reply
+    │   ├── RawSilence                 no byte arrived for raw_idle_timeout (dead connection)
+    │   └── SemanticTimeout            no content for semantic_timeout (only if configured)
+    ├── StreamTruncated                content was released, then the stream died; carries the prefix
+    ├── ProviderError                  the retry budget is spent; names attempts and the last cause
+    │   └── RateLimited                ... and the last cause was a 429 / rate-limit error
+    └── WallTimeout                    the request's wall budget expired; reports the budget
+
+The transport drivers raise subclasses that are *also* instances of the HTTP library's matching
+exception (a raw silence before headers is an ``httpx.ReadTimeout``, a truncation is an
+``httpx.RemoteProtocolError``...), so ``except`` clauses written for the HTTP library keep working.
+This module imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AttemptFailed",
+    "FrameTooLarge",
+    "InvalidPolicy",
+    "LivenessError",
+    "MalformedStream",
+    "ProviderError",
+    "RateLimited",
+    "RawSilence",
+    "SemanticTimeout",
+    "StreamTruncated",
+    "WallTimeout",
+]
+
+
+class LivenessError(Exception):
+    """Base class of all otel-liveness errors."""
+
+
+class MalformedStream(LivenessError):
+    """The response body could not be read as the provider's wire format."""
+
+
+class FrameTooLarge(MalformedStream):
+    """An SSE line or frame grew past the configured bound (``max_frame_bytes``)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"SSE frame of at least {size} bytes exceeds the bound of {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+class InvalidPolicy(LivenessError, ValueError):
+    """A configuration value is invalid; the message names the field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class AttemptFailed(LivenessError):
+    """One attempt failed in a way the retry policy may recover from.
+
+    ``phase`` is where the attempt was (see :class:`~otel_liveness.core.outcome.Phase`),
+    ``idle`` how long the relevant clock ran, ``committed`` whether content had been released.
+    """
+
+    def __init__(self, message: str, *, phase: str, idle: float, committed: bool = False) -> None:
+        super().__init__(message)
+        self.phase = phase
+        self.idle = idle
+        self.committed = committed
+
+
+class RawSilence(AttemptFailed):
+    """No byte (data, ping or comment) arrived for ``raw_idle_timeout`` seconds."""
+
+
+class SemanticTimeout(AttemptFailed):
+    """No semantic frame for ``semantic_timeout`` seconds (only raised when explicitly configured)."""
+
+
+class StreamTruncated(LivenessError):
+    """Content was released to the caller, then the stream failed.
+
+    The reply is *not* retried (its prefix is already in the caller's hands). ``prefix`` is
+    exactly the bytes released; ``partial`` the decoded partial content where the provider's
+    format allows (Anthropic: the complete content blocks and the open one), else ``None``;
+    ``cause`` a short machine-readable reason (``raw_silence``, ``error_event``, ``read_error``,
+    ``eof_without_end``, ``semantic_timeout``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        prefix: bytes,
+        cause: str,
+        partial: Any = None,
+        attempts: int = 1,
+        error_type: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.prefix = prefix
+        self.cause = cause
+        self.partial = partial
+        self.attempts = attempts
+        self.error_type = error_type
+
+
+class ProviderError(LivenessError):
+    """Every attempt the policy allows failed before content; nothing was released.
+
+    ``attempts`` is how many provider attempts were made, ``last_cause`` a short reason for the
+    last failure (``status_529``, ``raw_silence``, ``error_event:overloaded_error``...),
+    ``status`` the last HTTP status when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        last_cause: str,
+        status: int | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.last_cause = last_cause
+        self.status = status
+        self.error_type = error_type
+
+
+class RateLimited(ProviderError):
+    """The rate-limit (patient) budget is spent."""
+
+
+class WallTimeout(LivenessError):
+    """The request's wall-clock budget expired. ``budget`` is the configured budget in seconds."""
+
+    def __init__(self, message: str, *, budget: float, attempts: int = 1, committed: bool = False,
+                 prefix: bytes = b"") -> None:
+        super().__init__(message)
+        self.budget = budget
+        self.attempts = attempts
+        self.committed = committed
+        self.prefix = prefix

@@ -1,0 +1,153 @@
+"""The closed vocabularies of otel-liveness and the per-request outcome report.
+
+Everything that lands in telemetry as a value (an attempt outcome, a phase, a stop reason, a
+retry reason, a delay source, a frame kind) is a member of one of the ``StrEnum`` sets below;
+nothing else is ever emitted, so the collector rules and dashboards can enumerate them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "AttemptOutcome",
+    "AttemptRecord",
+    "DelaySource",
+    "FrameKind",
+    "Phase",
+    "RequestReport",
+    "RetryReason",
+    "StopReason",
+]
+
+
+class FrameKind(StrEnum):
+    """What a frame means for liveness."""
+
+    HEARTBEAT = "heartbeat"  # ping, SSE comment, keep-alive: the connection is alive
+    PREAMBLE = "preamble"  # message_start, response.created: framing before any content
+    SEMANTIC = "semantic"  # text, thinking, tool-call, signature, block start/stop, message_delta
+    END = "end"  # message_stop, [DONE], response.completed
+    ERROR = "error"  # in-band error event
+    UNKNOWN = "unknown"  # anything else: raw progress only
+
+
+class Phase(StrEnum):
+    """How far an attempt got."""
+
+    CONNECTING = "connecting"
+    AWAITING_HEADERS = "awaiting_headers"
+    PREAMBLE = "preamble"  # headers received, no semantic frame yet
+    STREAMING = "streaming"  # at least one semantic frame
+    DONE = "done"
+
+
+class AttemptOutcome(StrEnum):
+    """How one provider attempt ended."""
+
+    COMPLETED = "completed"
+    REJECTED = "rejected"  # 4xx (not 408/409/429) or x-should-retry: false
+    RAW_SILENCE = "raw_silence"
+    SEMANTIC_TIMEOUT = "semantic_timeout"
+    PROVIDER_ERROR = "provider_error"  # 5xx/529/408/409, in-band error, EOF before content
+    RATE_LIMITED = "rate_limited"
+    CONNECTION_ERROR = "connection_error"
+    TRUNCATED = "truncated"
+    WALL_BUDGET = "wall_budget"
+    CANCELLED = "cancelled"
+    MALFORMED = "malformed"
+
+
+class StopReason(StrEnum):
+    """Why a request (all its attempts) ended."""
+
+    COMPLETED = "completed"
+    REJECTED = "rejected"
+    TRUNCATED = "truncated"
+    EXHAUSTED = "exhausted"  # transient retry budget spent
+    RATE_LIMITED = "rate_limited"  # patient (429) budget spent
+    WALL_BUDGET = "wall_budget"
+    CANCELLED = "cancelled"
+    MALFORMED = "malformed"
+
+
+class RetryReason(StrEnum):
+    """Why an attempt was retried (also the cause named when the budget is spent)."""
+
+    SERVER_ERROR = "server_error"  # 5xx other than 529
+    OVERLOADED = "overloaded"  # 529 or in-band overloaded_error
+    REQUEST_TIMEOUT = "request_timeout"  # 408
+    CONFLICT = "conflict"  # 409
+    RATE_LIMITED = "rate_limited"  # 429 or in-band rate_limit_error
+    SHOULD_RETRY_HEADER = "should_retry_header"  # x-should-retry: true on an otherwise final status
+    CONNECT_ERROR = "connect_error"  # the server never got the request
+    READ_ERROR = "read_error"  # the connection broke after the request was sent
+    RAW_SILENCE = "raw_silence"
+    ERROR_EVENT = "error_event"  # in-band error before content
+    EOF_BEFORE_CONTENT = "eof_before_content"
+    SEMANTIC_TIMEOUT = "semantic_timeout"
+
+
+class DelaySource(StrEnum):
+    """Where a retry delay came from."""
+
+    RETRY_AFTER_MS = "retry_after_ms"
+    RETRY_AFTER = "retry_after"
+    RETRY_AFTER_DATE = "retry_after_date"
+    BACKOFF = "backoff"
+
+
+@dataclass
+class AttemptRecord:
+    """One provider attempt as the report shows it (times in seconds)."""
+
+    index: int
+    outcome: AttemptOutcome | None = None
+    phase: Phase = Phase.CONNECTING
+    status: int | None = None
+    error_type: str | None = None
+    request_id: str | None = None
+    response_id: str | None = None
+    started: float = 0.0  # seconds since the request started
+    duration: float | None = None
+    time_to_first_byte: float | None = None
+    time_to_first_semantic: float | None = None
+    raw_idle: float = 0.0  # raw silence at the end
+    semantic_idle: float = 0.0  # semantic silence at the end
+    max_raw_gap: float = 0.0
+    max_semantic_gap: float = 0.0
+    heartbeats: int = 0
+    notices: int = 0
+    frames: int = 0
+    bytes_received: int = 0
+    retry_delay: float | None = None  # the wait scheduled after this attempt, if it was retried
+    retry_reason: RetryReason | None = None
+    delay_source: DelaySource | None = None
+
+
+@dataclass
+class RequestReport:
+    """The outcome of one logical request: all its attempts and why it stopped. JSON-serialisable
+    through :meth:`to_dict`."""
+
+    provider: str
+    streaming: bool
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    stop_reason: StopReason | None = None
+    cause: str | None = None  # the last failure's reason when the request did not complete
+    duration: float | None = None
+    wall_budget: float | None = None
+    shadow: bool = False
+    model: str | None = None
+    stop_detail: str | None = None  # e.g. the provider's stop_reason ("end_turn", "tool_use")
+
+    @property
+    def retries(self) -> int:
+        return max(0, len(self.attempts) - 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["retries"] = self.retries
+        return out

@@ -1,0 +1,266 @@
+"""Retry decisions (sans-I/O): a failure in, a command out.
+
+``decide(state, failure, policy, wall_now=..., jitter=...)`` returns one of
+
+- :class:`Retry` ``(delay, reason, source)`` -- sleep ``delay`` seconds, then attempt again;
+- :class:`GiveUp` ``(reason, rate_limited)`` -- the budget for this kind of failure is spent;
+- :class:`Reject` ``(reason)`` -- the provider refused the request (4xx, ``x-should-retry: false``);
+  retrying cannot help;
+- :class:`Truncate` ``(reason)`` -- content was already released: keep the prefix, never retry.
+
+Rules, in order (DESIGN.md, "Decisions", and the SDKs' ``_should_retry``):
+
+=============================================  ==============================================
+failure                                        decision
+=============================================  ==============================================
+anything after content was released            Truncate
+``x-should-retry: true`` / ``false``           retry / reject, whatever the status
+408, 409, 5xx (529 = overloaded)               retry, transient budget
+429                                            retry, patient budget (``max_rate_limit_attempts``)
+other status                                   reject
+connect error (server never got the request)   retry
+read error, raw silence, EOF before content    retry (nothing was released, so a re-send cannot
+                                               duplicate what the caller saw)
+in-band error: overloaded/api/server/timeout   retry; ``rate_limit_error`` -> patient budget
+in-band error: any other type                  reject
+semantic timeout before content                retry
+=============================================  ==============================================
+
+Delays: ``retry-after-ms``, then ``retry-after`` as (float) seconds, then as an HTTP date
+(relative to ``wall_now``, epoch seconds supplied by the driver); a value that is garbage,
+non-finite, zero or negative is ignored; a positive one is capped at ``policy.max_retry_after``.
+Otherwise :func:`backoff`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .outcome import DelaySource, Phase, RetryReason
+from .policy import Policy
+
+__all__ = [
+    "Decision",
+    "Failure",
+    "FailureKind",
+    "GiveUp",
+    "Reject",
+    "Retry",
+    "RetryState",
+    "Truncate",
+    "backoff",
+    "decide",
+    "retry_after",
+]
+
+
+class FailureKind(StrEnum):
+    STATUS = "status"  # an HTTP error status before any body was released
+    CONNECT_ERROR = "connect_error"
+    READ_ERROR = "read_error"
+    RAW_SILENCE = "raw_silence"
+    ERROR_EVENT = "error_event"
+    EOF = "eof"  # the stream ended without an end frame
+    SEMANTIC_TIMEOUT = "semantic_timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What went wrong with one attempt. ``headers`` keys are lower-case."""
+
+    kind: FailureKind
+    phase: Phase = Phase.AWAITING_HEADERS
+    committed: bool = False
+    status: int | None = None
+    headers: Mapping[str, str] | None = None
+    error_type: str | None = None
+
+    @property
+    def cause(self) -> str:
+        """A short, low-cardinality description: ``status_529``, ``error_event:overloaded_error``..."""
+        if self.kind is FailureKind.STATUS:
+            return f"status_{self.status}"
+        if self.kind is FailureKind.ERROR_EVENT:
+            return f"error_event:{self.error_type or 'unknown'}"
+        return self.kind.value
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    delay: float
+    reason: RetryReason
+    source: DelaySource
+    rate_limited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GiveUp:
+    reason: RetryReason
+    rate_limited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    reason: str
+
+
+Decision = Retry | GiveUp | Reject | Truncate
+
+
+@dataclass(frozen=True, slots=True)
+class RetryState:
+    """Immutable record of the failures so far (urllib3 ``Retry`` style: each failure makes a new
+    value with an appended history)."""
+
+    history: tuple[tuple[Failure, Decision], ...] = ()
+
+    @property
+    def transient_failures(self) -> int:
+        return sum(1 for _, d in self.history if not getattr(d, "rate_limited", False))
+
+    @property
+    def rate_limit_failures(self) -> int:
+        return sum(1 for _, d in self.history if getattr(d, "rate_limited", False))
+
+    def record(self, failure: Failure, decision: Decision) -> RetryState:
+        return RetryState(self.history + ((failure, decision),))
+
+
+_RETRYABLE_ERROR_TYPES = {
+    "overloaded_error": RetryReason.OVERLOADED,
+    "api_error": RetryReason.SERVER_ERROR,
+    "server_error": RetryReason.SERVER_ERROR,
+    "internal_error": RetryReason.SERVER_ERROR,
+    "internal_server_error": RetryReason.SERVER_ERROR,
+    "service_unavailable": RetryReason.SERVER_ERROR,
+    "timeout_error": RetryReason.REQUEST_TIMEOUT,
+    "rate_limit_error": RetryReason.RATE_LIMITED,
+    "rate_limit_exceeded": RetryReason.RATE_LIMITED,
+}
+
+_KIND_REASON = {
+    FailureKind.CONNECT_ERROR: RetryReason.CONNECT_ERROR,
+    FailureKind.READ_ERROR: RetryReason.READ_ERROR,
+    FailureKind.RAW_SILENCE: RetryReason.RAW_SILENCE,
+    FailureKind.EOF: RetryReason.EOF_BEFORE_CONTENT,
+    FailureKind.SEMANTIC_TIMEOUT: RetryReason.SEMANTIC_TIMEOUT,
+}
+
+
+def _status_reason(status: int, should_retry: str | None) -> RetryReason | None:
+    """The SDKs' ``_should_retry``: the ``x-should-retry`` header wins, then the status."""
+    if should_retry == "false":
+        return None
+    if status == 408:
+        return RetryReason.REQUEST_TIMEOUT
+    if status == 409:
+        return RetryReason.CONFLICT
+    if status == 429:
+        return RetryReason.RATE_LIMITED
+    if status == 529:
+        return RetryReason.OVERLOADED
+    if status >= 500:
+        return RetryReason.SERVER_ERROR
+    return RetryReason.SHOULD_RETRY_HEADER if should_retry == "true" else None
+
+
+def backoff(retries_so_far: int, jitter: float, *, initial: float = 0.5, maximum: float = 8.0) -> float:
+    """The SDKs' backoff: ``min(initial · 2ⁿ, maximum) × (1 − 0.25 · jitter)``.
+
+    ``n`` is the number of retries already made (0 before the first retry); ``jitter`` in
+    ``[0, 1)`` is supplied by the caller (``random.random()`` in production, fixed in tests).
+    """
+    n = min(max(retries_so_far, 0), 1000)
+    return min(initial * 2.0**n, maximum) * (1.0 - 0.25 * jitter)
+
+
+def retry_after(headers: Mapping[str, str] | None, *, wall_now: float, cap: float) -> tuple[float, DelaySource] | None:
+    """A server-supplied delay from ``retry-after-ms`` / ``retry-after``, capped at ``cap``.
+
+    Returns ``None`` when no usable value is present (absent, garbage, non-finite, <= 0, a date in
+    the past). ``wall_now`` is the current time in epoch seconds, for HTTP dates.
+    """
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        value = _positive_float(ms)
+        if value is not None:
+            return min(value / 1000.0, cap), DelaySource.RETRY_AFTER_MS
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    value = _positive_float(raw)
+    if value is not None:
+        return min(value, cap), DelaySource.RETRY_AFTER
+    parsed = email.utils.parsedate_tz(raw.strip())
+    if parsed is None:
+        return None
+    try:
+        delta = float(email.utils.mktime_tz(parsed)) - wall_now
+    except (OverflowError, ValueError):
+        return None
+    if not math.isfinite(delta) or delta <= 0:
+        return None
+    return min(delta, cap), DelaySource.RETRY_AFTER_DATE
+
+
+def _positive_float(text: str) -> float | None:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    if not math.isfinite(value) or value <= 0:
+        return None
+    return value
+
+
+def decide(
+    state: RetryState,
+    failure: Failure,
+    policy: Policy,
+    *,
+    wall_now: float,
+    jitter: float,
+) -> Decision:
+    """Decide what to do about ``failure`` given the failures so far in ``state``."""
+    if failure.committed:
+        return Truncate(failure.cause)
+
+    reason: RetryReason | None
+    if failure.kind is FailureKind.STATUS:
+        headers = failure.headers or {}
+        reason = _status_reason(failure.status or 0, headers.get("x-should-retry"))
+        if reason is None:
+            return Reject(failure.cause)
+    elif failure.kind is FailureKind.ERROR_EVENT:
+        reason = _RETRYABLE_ERROR_TYPES.get(failure.error_type or "")
+        if reason is None:
+            return Reject(failure.cause)
+    else:
+        reason = _KIND_REASON[failure.kind]
+
+    rate_limited = reason is RetryReason.RATE_LIMITED
+    if rate_limited:
+        used, budget = state.rate_limit_failures + 1, policy.max_rate_limit_attempts
+    else:
+        used, budget = state.transient_failures + 1, policy.max_attempts
+    if used >= budget:
+        return GiveUp(reason, rate_limited)
+
+    supplied = retry_after(failure.headers, wall_now=wall_now, cap=policy.max_retry_after)
+    if supplied is not None:
+        delay, source = supplied
+    else:
+        delay = backoff(used - 1, jitter, initial=policy.backoff_initial, maximum=policy.backoff_max)
+        source = DelaySource.BACKOFF
+    return Retry(delay, reason, source, rate_limited)

@@ -1,0 +1,1 @@
+"""Offline tools built on the pure core (no network, no clock)."""

@@ -1,0 +1,151 @@
+"""SSE scanner: spec framing, chunking invariance, size bound."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_liveness.core.errors import FrameTooLarge
+from otel_liveness.core.sse import COMMENT, Frame, SSEScanner
+
+
+def scan(data: bytes, *, chunks: list[int] | None = None, bound: int = 1 << 20) -> list[Frame]:
+    scanner = SSEScanner(bound)
+    out: list[Frame] = []
+    if chunks is None:
+        out += scanner.feed(data)
+    else:
+        pos = 0
+        for size in chunks:
+            out += scanner.feed(data[pos : pos + size])
+            pos += size
+        out += scanner.feed(data[pos:])
+    out += scanner.close()
+    return out
+
+
+def fields(frames: list[Frame]) -> list[tuple[str | None, bytes]]:
+    return [(f.event, f.data) for f in frames]
+
+
+@pytest.mark.parametrize(
+    ("wire", "expected"),
+    [
+        (b"event: ping\ndata: {}\n\n", [("ping", b"{}")]),
+        (b"event: ping\r\ndata: {}\r\n\r\n", [("ping", b"{}")]),
+        (b"event: ping\rdata: {}\r\r", [("ping", b"{}")]),
+        (b"event:ping\ndata:{}\n\n", [("ping", b"{}")]),  # no space after the colon
+        (b"data:  two spaces\n\n", [(None, b" two spaces")]),  # only one space is stripped
+        (b"data: a\ndata: b\ndata:\n\n", [(None, b"a\nb\n")]),  # multi-line data
+        (b"\xef\xbb\xbfdata: x\n\n", [(None, b"x")]),  # BOM at stream start
+        # A BOM is stripped only at the very start; later it makes an unknown field name.
+        (b"data: x\n\n\xef\xbb\xbfdata: y\n\n", [(None, b"x")]),
+        (b"id: 1\nretry: 5\n\n", []),  # no data, no event: not a frame
+        (b"event: ping\n\n", [("ping", b"")]),  # event without data: a frame, as the SDKs see it
+        (b"id: 7\nretry: 100\ndata: x\n\n", [(None, b"x")]),  # id/retry parsed and ignored
+        (b": OPENROUTER PROCESSING\n\n", [(COMMENT, b"OPENROUTER PROCESSING")]),
+        (b": keep\n: alive\ndata: x\n\n", [(COMMENT, b"keep"), (COMMENT, b"alive"), (None, b"x")]),
+        (b"data: x\n\n\n\n\ndata: y\n\n", [(None, b"x"), (None, b"y")]),
+        (b"data: unterminated", [(None, b"unterminated")]),  # flushed by close()
+        (b"event: e\nfoo: bar\ndata: x\n\n", [("e", b"x")]),  # unknown field ignored
+        (b"data\n\n", [(None, b"")]),  # a field name alone
+        (b"\n\n\n", []),
+    ],
+)
+def test_spec_framing(wire: bytes, expected: list[tuple[str | None, bytes]]) -> None:
+    assert fields(scan(wire)) == expected
+
+
+def test_comment_inside_block_is_counted_not_split() -> None:
+    (frame,) = scan(b"event: e\n: note\ndata: x\n\n")
+    assert (frame.event, frame.data, frame.comments) == ("e", b"x", 1)
+
+
+def test_comment_line_is_a_heartbeat_before_its_blank_line() -> None:
+    scanner = SSEScanner()
+    assert fields(scanner.feed(b": OPENROUTER PROCESSING\n")) == [(COMMENT, b"OPENROUTER PROCESSING")]
+    assert scanner.feed(b"\n") == []
+
+
+def test_cr_at_chunk_end_is_held_for_crlf() -> None:
+    scanner = SSEScanner()
+    assert scanner.feed(b"data: x\r") == []
+    assert fields(scanner.feed(b"\n\r\n")) == [(None, b"x")]
+    assert scanner.close() == []
+
+
+def test_split_bom() -> None:
+    assert fields(scan(b"\xef\xbb\xbfdata: x\n\n", chunks=[1, 1, 1])) == [(None, b"x")]
+    # A partial BOM that does not complete is ordinary bytes (an unknown field name here).
+    assert fields(scan(b"\xefdata: x\n\n", chunks=[1])) == fields(scan(b"\xefdata: x\n\n")) == []
+
+
+def test_frame_bound_raises_instead_of_buffering() -> None:
+    scanner = SSEScanner(max_frame_bytes=64)
+    scanner.feed(b"data: " + b"a" * 50)
+    with pytest.raises(FrameTooLarge) as info:
+        scanner.feed(b"a" * 50)
+    assert info.value.limit == 64 and info.value.size > 64
+
+
+def test_complete_oversized_frame_raises() -> None:
+    with pytest.raises(FrameTooLarge):
+        SSEScanner(max_frame_bytes=16).feed(b"data: " + b"x" * 40 + b"\n\n")
+
+
+def test_frames_exactly_at_the_bound_pass() -> None:
+    block = b"data: " + b"x" * 10
+    assert fields(SSEScanner(max_frame_bytes=len(block)).feed(block + b"\n\n")) == [(None, b"x" * 10)]
+
+
+def test_rejects_nonpositive_bound() -> None:
+    with pytest.raises(ValueError):
+        SSEScanner(0)
+
+
+ANTHROPIC = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1"}}\n\n'
+    b'event: ping\ndata: {"type": "ping"}\n\n'
+    b": comment\r\n\r\n"
+    b'event: content_block_delta\r\ndata: {"delta":{"text":"h\xc3\xa9"}}\r\n\r\n'
+    b"data: a\rdata: b\r\r"
+    b"\n\n\n"
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=len(ANTHROPIC)), max_size=30))
+def test_any_chunking_gives_identical_frames(cuts: list[int]) -> None:
+    whole = scan(ANTHROPIC)
+    points = sorted(set(cuts))
+    sizes = [b - a for a, b in zip([0, *points], points)]
+    assert scan(ANTHROPIC, chunks=sizes) == whole
+    assert len(whole) == 6
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=600), cuts=st.lists(st.integers(min_value=0, max_value=600), max_size=20))
+def test_arbitrary_bytes_never_crash_and_are_chunking_invariant(data: bytes, cuts: list[int]) -> None:
+    points = sorted({c for c in cuts if c <= len(data)})
+    sizes = [b - a for a, b in zip([0, *points], points)]
+    try:
+        whole = scan(data, bound=128)
+    except FrameTooLarge:
+        with pytest.raises(FrameTooLarge):
+            scan(data, chunks=sizes, bound=128)
+        return
+    assert scan(data, chunks=sizes, bound=128) == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunks=st.lists(st.binary(min_size=1, max_size=200), max_size=40))
+def test_buffer_never_exceeds_bound(chunks: list[bytes]) -> None:
+    scanner = SSEScanner(max_frame_bytes=256)
+    for chunk in chunks:
+        try:
+            scanner.feed(chunk)
+        except FrameTooLarge:
+            return
+        assert scanner.buffered <= 256
