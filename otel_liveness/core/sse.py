@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from .errors import FrameTooLarge
 
-__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner"]
+__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "parse_block"]
 
 #: ``Frame.event`` of a comment-only frame (a heartbeat on every provider we know).
 COMMENT = ":"
@@ -78,8 +78,9 @@ class Frame:
         return f"Frame(event={self.event!r}, data={self.data[:60]!r}, size={self.size}, comments={self.comments})"
 
 
-def _parse_block(block: bytes, out: list[Frame]) -> None:
-    """Parse one LF-normalised block (no blank lines inside) and append its frames to ``out``."""
+def parse_block(block: bytes, out: list[Frame]) -> None:
+    """Parse one LF-normalised block (as :meth:`SSEScanner.feed_blocks` returns it) and append its
+    frames to ``out``: comment lines before the first field line are frames of their own."""
     # Fast path: the overwhelmingly common provider shape "event: X\ndata: Y" or "data: Y".
     if block[:7] == b"event: ":
         nl = block.find(b"\n")
@@ -120,30 +121,91 @@ def _parse_block(block: bytes, out: list[Frame]) -> None:
 
 
 class SSEScanner:
-    """Incremental, chunking-invariant SSE framer with a size bound."""
+    """Incremental, chunking-invariant SSE framer with a size bound.
 
-    __slots__ = ("max_frame_bytes", "_buf", "_started", "_pending_cr", "_in_fields", "bytes_seen")
+    Two views of the same framing: :meth:`feed` returns :class:`Frame` objects; :meth:`feed_blocks`
+    returns the raw LF-normalised blocks (one frame's lines, or one head comment line) without
+    building objects -- the transport's hot path classifies those by prefix, see
+    :meth:`~otel_liveness.core.providers.ProviderProfile.classify_blocks`.
+    """
+
+    __slots__ = ("max_frame_bytes", "_buf", "_started", "_pending_cr", "_raw_mode")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
         self.max_frame_bytes = max_frame_bytes
-        self._buf = b""  # LF-normalised bytes of the block in progress
+        # Invariant: _buf is the LF-normalised block in progress, from its start (or from its first
+        # field line once head comments were split off). It never holds a complete block.
+        self._buf = b""
         self._started = False  # BOM check done
         self._pending_cr = False  # the previous chunk ended with CR
-        self._in_fields = False  # the block in progress has a field line (comments no longer split off)
-        self.bytes_seen = 0
+        self._raw_mode = True  # not started or CR pending: chunks need _normalise
 
     @property
     def buffered(self) -> int:
-        """Bytes held for an incomplete frame (never more than ``max_frame_bytes`` + one chunk)."""
+        """Bytes held for an incomplete frame (never more than ``max_frame_bytes``)."""
         return len(self._buf)
 
     def feed(self, chunk: bytes) -> list[Frame]:
         """Consume ``chunk``; return the frames it completed (possibly none)."""
+        out: list[Frame] = []
+        for block in self.feed_blocks(chunk):
+            parse_block(block, out)
+        return out
+
+    def close(self) -> list[Frame]:
+        """End of stream: return a final frame that had no terminating blank line, if any."""
+        out: list[Frame] = []
+        for block in self.close_blocks():
+            parse_block(block, out)
+        return out
+
+    def feed_blocks(self, chunk: bytes) -> list[bytes]:
+        """Consume ``chunk``; return the blocks it completed, LF-normalised, blank lines removed."""
         if not chunk:
             return []
-        self.bytes_seen += len(chunk)
+        # `13 in chunk` is memchr; `b"\r" in chunk` goes through the buffer protocol and is ~15x slower.
+        if self._raw_mode or 13 in chunk:
+            chunk = self._normalise(chunk)
+            if not chunk:
+                return []
+        buf = self._buf + chunk
+        blocks = buf.split(b"\n\n")
+        rest = blocks.pop()
+        if (
+            len(buf) > self.max_frame_bytes
+            or buf.find(b"\n\n\n") >= 0
+            or buf[0] == 10
+            or rest[:1] == b":"
+        ):
+            return self._careful(blocks, rest)
+        self._buf = rest
+        return blocks
+
+    def _careful(self, blocks: list[bytes], rest: bytes) -> list[bytes]:
+        """The uncommon cases: runs of blank lines, head comments, and the size bound."""
+        # Runs of blank lines leave empty blocks and blocks that start with "\n".
+        blocks = [b for b in (b.lstrip(b"\n") for b in blocks) if b]
+        if blocks:
+            largest = max(map(len, blocks))
+            if largest > self.max_frame_bytes:
+                raise FrameTooLarge(largest, self.max_frame_bytes)
+        # Comment lines at the head of the block in progress are heartbeats now, not later.
+        rest = rest.lstrip(b"\n")
+        while rest[:1] == b":":
+            nl = rest.find(b"\n")
+            if nl < 0:
+                break
+            blocks.append(rest[:nl])
+            rest = rest[nl + 1 :].lstrip(b"\n")
+        if len(rest) > self.max_frame_bytes:
+            raise FrameTooLarge(len(rest), self.max_frame_bytes)
+        self._buf = rest
+        return blocks
+
+    def _normalise(self, chunk: bytes) -> bytes:
+        """BOM at stream start and CR/CRLF line ends -> LF (may return b"" while undecided)."""
         if self._pending_cr:
             chunk = b"\r" + chunk
             self._pending_cr = False
@@ -151,7 +213,7 @@ class SSEScanner:
             head = self._buf + chunk
             if len(head) < 3 and _BOM.startswith(head):
                 self._buf = head  # might still become a BOM
-                return []
+                return b""
             self._started = True
             self._buf = b""
             chunk = head[3:] if head.startswith(_BOM) else head
@@ -160,56 +222,17 @@ class SSEScanner:
                 self._pending_cr = True
                 chunk = chunk[:-1]
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        return self._scan(self._buf + chunk if self._buf else chunk)
+        self._raw_mode = self._pending_cr
+        return chunk
 
-    def close(self) -> list[Frame]:
-        """End of stream: return a final frame that had no terminating blank line, if any."""
+    def close_blocks(self) -> list[bytes]:
+        """End of stream: the final unterminated block, if any."""
         tail = self._buf
-        if self._pending_cr:
-            tail += b"\n"
-            self._pending_cr = False
         if not self._started:
             tail = tail[3:] if tail.startswith(_BOM) else tail
             self._started = True
         self._buf = b""
-        self._in_fields = False
-        out: list[Frame] = []
+        self._pending_cr = False
+        self._raw_mode = False
         tail = tail.strip(b"\n")
-        if tail:
-            _parse_block(tail, out)
-        return out
-
-    def _scan(self, buf: bytes) -> list[Frame]:
-        out: list[Frame] = []
-        blocks = buf.split(b"\n\n")
-        rest = blocks.pop()
-        for block in blocks:
-            if block:
-                # "\n\n\n" yields empty blocks; a block may also start with the "\n" left over
-                # from an odd run of newlines.
-                if block[:1] == b"\n":
-                    block = block.lstrip(b"\n")
-                    if not block:
-                        continue
-                if len(block) > self.max_frame_bytes:
-                    raise FrameTooLarge(len(block), self.max_frame_bytes)
-                _parse_block(block, out)
-        if blocks:
-            self._in_fields = False
-        # Comment lines at the head of the block in progress are heartbeats now, not later.
-        if not self._in_fields:
-            rest = rest.lstrip(b"\n")
-            while rest[:1] == b":":
-                nl = rest.find(b"\n")
-                if nl < 0:
-                    break
-                _parse_block(rest[:nl], out)
-                rest = rest[nl + 1 :].lstrip(b"\n")
-            if rest and rest[:1] != b":" and b"\n" in rest:
-                self._in_fields = True
-        if len(rest) > self.max_frame_bytes:
-            raise FrameTooLarge(len(rest), self.max_frame_bytes)
-        self._buf = rest
-        return out
-
-
+        return [tail] if tail else []

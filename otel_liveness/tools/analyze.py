@@ -218,7 +218,7 @@ def analyze(
         "max_semantic_gap": round(semantic_gap, 6),
         "max_raw_gap": round(max(clock.max_raw_gap, end_t - clock.last_raw), 6),
         "event_watchdog": watchdog_at,
-        "bytes": scanner.bytes_seen,
+        "bytes": clock.bytes,
         "facts": {k: v for k, v in facts.to_dict().items() if k != "usage"} | {"usage": facts.usage},
         "timeline": timeline,
     }

@@ -1,0 +1,30 @@
+# otel-liveness: everything a fresh machine needs is installed by these targets.
+#   make test   -- the whole test suite (what .ci/run calls)
+#   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# Re-install when the dependency list changes.
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: install test bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+# pytest's exit 5 ("no tests collected") is a failure here, not a pass.
+test: install
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS); status=$$?; \
+	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
+
+bench: install
+	$(BIN)/python -m benchmarks.bench_scanner
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

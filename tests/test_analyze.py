@@ -1,0 +1,129 @@
+"""``otel-liveness analyze``: replay captures through the policy."""
+
+from __future__ import annotations
+
+import base64
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from otel_liveness.cli import main
+
+PING = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+START = 'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_9","model":"m"}}\n\n'
+DELTA = 'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}\n\n'
+STOP = 'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+
+
+def write(tmp_path: pathlib.Path, records: list[dict[str, object]] | str) -> str:
+    path = tmp_path / "capture.jsonl"
+    path.write_text(records if isinstance(records, str) else "\n".join(json.dumps(r) for r in records) + "\n")
+    return str(path)
+
+
+def run_json(capsys: pytest.CaptureFixture[str], path: str, *args: str) -> dict[str, object]:
+    assert main(["analyze", path, "--json", *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def long_think(until: float, every: float = 10.0) -> list[dict[str, object]]:
+    """message_start, then pings every ``every`` s until ``until``, then text and stop."""
+    recs: list[dict[str, object]] = [{"t": 0.3, "data": START}]
+    t = every
+    while t < until:
+        recs.append({"t": t, "data": PING})
+        t += every
+    recs += [{"t": until, "data": DELTA}, {"t": until + 1, "data": STOP}, {"t": until + 1.1, "eof": True}]
+    return recs
+
+
+def test_long_think_completes_and_a_decoded_event_watchdog_would_have_killed_it(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = run_json(capsys, write(tmp_path, long_think(300.0)), "--event-watchdog", "90")
+    assert out["verdict"] == "completed" and out["at"] == 301.0 and out["committed"] is True
+    assert out["event_watchdog"] == pytest.approx(90.3)
+    assert out["notices"] == [30.0 * k for k in range(1, 11)]
+    assert out["frames"] == {"end": 1, "heartbeat": 29, "preamble": 1, "semantic": 1}
+    assert out["max_semantic_gap"] == pytest.approx(300.0)
+    assert out["max_raw_gap"] == pytest.approx(10.0)
+
+
+def test_short_stream_watchdog_does_not_fire(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = run_json(capsys, write(tmp_path, long_think(40.0)), "--event-watchdog", "90")
+    assert out["verdict"] == "completed" and out["event_watchdog"] is None
+
+
+def test_raw_silence_before_and_after_content(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    before = [{"t": 0.1, "data": START}, {"t": 5, "data": PING}, {"t": 500, "data": PING}]
+    out = run_json(capsys, write(tmp_path, before), "--raw-idle", "20")
+    assert (out["verdict"], out["at"], out["committed"]) == ("raw_silence", 25.0, False)
+    after = [{"t": 0.1, "data": START}, {"t": 1, "data": DELTA}, {"t": 100, "data": DELTA}]
+    out = run_json(capsys, write(tmp_path, after), "--raw-idle", "20")
+    assert (out["verdict"], out["at"], out["committed"]) == ("raw_silence", 21.0, True)
+
+
+def test_semantic_timeout_wall_and_errors(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = write(tmp_path, long_think(300.0))
+    out = run_json(capsys, path, "--semantic-timeout", "120")
+    assert (out["verdict"], out["at"]) == ("semantic_timeout", 120.0)
+    out = run_json(capsys, path, "--wall", "200")
+    assert (out["verdict"], out["at"]) == ("wall_budget", 200.0)
+    err = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+    out = run_json(capsys, write(tmp_path, [{"t": 0, "data": START}, {"t": 1, "data": err}]))
+    assert (out["verdict"], out["committed"], out["facts"]["error_type"]) == ("provider_error", False, "overloaded_error")  # type: ignore[index]
+
+
+def test_eof_without_end_and_incomplete(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    recs = [{"t": 0, "data": START}, {"t": 1, "b64": base64.b64encode(DELTA.encode()).decode()}, {"t": 2, "eof": True}]
+    out = run_json(capsys, write(tmp_path, recs))
+    assert (out["verdict"], out["at"], out["committed"]) == ("eof_without_end", 2.0, True)
+    out = run_json(capsys, write(tmp_path, recs[:2]))
+    assert (out["verdict"], out["at"]) == ("incomplete", None)
+
+
+def test_openai_chat_provider(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    recs = [{"t": 0, "data": 'data: {"id":"c1","choices":[{"delta":{"content":"hi"}}]}\n\n'}, {"t": 1, "data": "data: [DONE]\n\n"}]
+    out = run_json(capsys, write(tmp_path, recs), "--provider", "openai-chat")
+    assert out["verdict"] == "completed" and out["frames"] == {"end": 1, "semantic": 1}
+
+
+def test_human_timeline(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["analyze", write(tmp_path, long_think(100.0)), "--event-watchdog", "90"]) == 0
+    text = capsys.readouterr().out
+    assert "heartbeat x2" in text and "NOTICE semantic idle 30.0s" in text
+    assert "verdict: completed at 101.000s" in text
+    assert "90s decoded-event watchdog would have killed this stream at 90.300s" in text
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"t": 0, "data": "x"}\nnot json\n', "record 2: not JSON"),
+        ('{"data": "x"}\n', 'record 1: missing or non-numeric "t"'),
+        ('{"t": "1", "data": "x"}\n', 'record 1: missing or non-numeric "t"'),
+        ('{"t": 5, "data": "x"}\n{"t": 4, "data": "y"}\n', "record 2: time goes backwards"),
+        ('{"t": 1}\n', "record 1: needs"),
+        ('{"t": 1, "b64": "!!"}\n', "record 1: \"b64\" is not valid base64"),
+        ('[1]\n', "record 1: expected an object"),
+        ('{"t": 1, "eof": true}\n{"t": 2, "data": "x"}\n', "record 2: record after the eof record"),
+    ],
+)
+def test_bad_input_exits_nonzero_with_one_line(tmp_path: pathlib.Path, content: str, message: str) -> None:
+    path = write(tmp_path, content)
+    proc = subprocess.run([sys.executable, "-m", "otel_liveness.cli", "analyze", path], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert message in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_missing_file(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(tmp_path / "nope.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_giant_frame_is_malformed_not_memory(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    recs = [{"t": 0, "data": "data: " + "a" * 5000}]
+    out = run_json(capsys, write(tmp_path, recs), "--max-frame-bytes", "1024")
+    assert out["verdict"] == "malformed"
