@@ -4,6 +4,7 @@ make every wait, retry, heartbeat and truncation an OpenTelemetry fact.
 Layers (each a subpackage):
 
 - :mod:`otel_liveness.core` -- pure: SSE scanning, classification, clocks, retry decisions;
+- :mod:`otel_liveness.transport` -- the httpx/httpx2 drivers (sync and async) that own all I/O;
 - :mod:`otel_liveness.tools` -- ``otel-liveness analyze`` and other offline tools on the core.
 """
 
@@ -21,15 +22,37 @@ from .core.errors import (
     WallTimeout,
 )
 from .core.outcome import AttemptOutcome, FrameKind, Phase, RequestReport, RetryReason, StopReason
+from .core.anthropic import continuation_message, decode_partial
+from .core.events import (
+    AttemptEnded,
+    AttemptStarted,
+    Heartbeats,
+    RequestEnded,
+    RequestStarted,
+    RetryScheduled,
+    SemanticNotice,
+    Verdict,
+)
 from .core.policy import Policy
+from .transport._common import liveness_policy
+
+
+def wrap(inner_transport, policy=None, *, hooks=()):  # type: ignore[no-untyped-def]
+    """Wrap an httpx or httpx2 transport (sync or async); see :func:`otel_liveness.transport.wrap`."""
+    from .transport import wrap as _wrap
+
+    return _wrap(inner_transport, policy, hooks=hooks)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AttemptEnded",
     "AttemptFailed",
     "AttemptOutcome",
+    "AttemptStarted",
     "FrameKind",
     "FrameTooLarge",
+    "Heartbeats",
     "InvalidPolicy",
     "LivenessError",
     "MalformedStream",
@@ -38,11 +61,20 @@ __all__ = [
     "ProviderError",
     "RateLimited",
     "RawSilence",
+    "RequestEnded",
     "RequestReport",
+    "RequestStarted",
     "RetryReason",
+    "RetryScheduled",
+    "SemanticNotice",
     "SemanticTimeout",
     "StopReason",
     "StreamTruncated",
+    "Verdict",
     "WallTimeout",
+    "continuation_message",
+    "decode_partial",
+    "liveness_policy",
+    "wrap",
     "__version__",
 ]

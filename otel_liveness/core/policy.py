@@ -103,6 +103,7 @@ class Policy:
     backoff_initial: float = 0.5
     backoff_max: float = 8.0
     max_frame_bytes: int = 4 * 1024 * 1024
+    max_prefix_bytes: int = 16 * 1024 * 1024
     provider: str | None = None
     shadow: bool = False
     capture_dir: str | None = None
@@ -112,7 +113,7 @@ class Policy:
         for name in _DURATIONS:
             value = seconds(getattr(self, name), name, allow_none=name not in _REQUIRED)
             object.__setattr__(self, name, value)
-        for name in ("max_attempts", "max_rate_limit_attempts", "max_frame_bytes"):
+        for name in ("max_attempts", "max_rate_limit_attempts", "max_frame_bytes", "max_prefix_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidPolicy(name, f"must be an integer >= 1, got {value!r}")

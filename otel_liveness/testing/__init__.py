@@ -1,0 +1,35 @@
+"""A simulated LLM provider: a real loopback HTTP/1.1 server speaking the Anthropic Messages SSE
+wire format (and OpenAI Chat Completions), driven by scripted, time-scaled scenarios.
+
+    from otel_liveness.testing import SimulatedProvider, Scenario, steps as s, anthropic_reply
+
+    with SimulatedProvider(time_scale=0.01) as provider:
+        provider.add("think", Scenario([
+            [s.Headers(), *anthropic_reply("Hello", think_pings=30, ping_every=5.0)],
+        ]))
+        client = anthropic.Anthropic(base_url=provider.base_url("think"), api_key="test", ...)
+
+A scenario is a list of attempt scripts: the n-th request to ``/s/<name>/...`` plays script n
+(the last one repeats). Durations in scripts are in *provider seconds*; the server multiplies them
+by ``time_scale``. Requests are logged (``provider.requests(name)``) with their headers (credential
+headers redacted) and body.
+
+The pytest fixture ``simulated_provider`` (installed as a pytest plugin) yields a started server.
+"""
+
+from __future__ import annotations
+
+from . import steps
+from .provider import RequestLog, Scenario, SimulatedProvider
+from .scripts import anthropic_error, anthropic_reply, openai_chat_reply, sse_event
+
+__all__ = [
+    "RequestLog",
+    "Scenario",
+    "SimulatedProvider",
+    "anthropic_error",
+    "anthropic_reply",
+    "openai_chat_reply",
+    "sse_event",
+    "steps",
+]

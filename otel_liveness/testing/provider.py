@@ -1,0 +1,277 @@
+"""The loopback server behind :class:`SimulatedProvider` (asyncio in one background thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import socket
+import struct
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .scripts import anthropic_reply, openai_chat_reply
+from .steps import Close, HangBeforeHeaders, Headers, Raw, Reset, Sleep, Stall, Status, Trickle
+
+__all__ = ["RequestLog", "Scenario", "SimulatedProvider"]
+
+_REDACT = {"x-api-key", "authorization", "cookie", "api-key"}
+
+
+@dataclass
+class Scenario:
+    """Attempt scripts: request n of the scenario plays ``attempts[n]`` (the last one repeats)."""
+
+    attempts: Sequence[Sequence[Any]]
+
+    def script(self, n: int) -> Sequence[Any]:
+        return self.attempts[min(n, len(self.attempts) - 1)]
+
+
+@dataclass
+class RequestLog:
+    scenario: str
+    attempt: int
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    request_id: str
+    disconnected: bool = False  # the client went away before the script ended
+    finished: bool = False
+
+
+@dataclass
+class _State:
+    scenarios: dict[str, Scenario] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    log: list[RequestLog] = field(default_factory=list)
+
+
+class SimulatedProvider:
+    """A real HTTP/1.1 server on 127.0.0.1 speaking provider wire formats from scripts."""
+
+    def __init__(self, scenarios: dict[str, Scenario] | None = None, *, time_scale: float = 1.0) -> None:
+        self.time_scale = time_scale
+        self._state = _State(scenarios=dict(scenarios or {}))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._ids = itertools.count(1)
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.port = 0
+        self._default()
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def start(self) -> SimulatedProvider:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="simulated-provider", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+
+        async def shutdown() -> None:
+            assert self._server is not None
+            self._server.close()
+            for writer in list(self._writers):
+                writer.transport.abort()
+            await self._server.wait_closed()
+            for task in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
+                task.cancel()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        assert self._thread is not None
+        self._thread.join(10)
+        self._loop = None
+
+    def __enter__(self) -> SimulatedProvider:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- scenarios --------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def base_url(self, scenario: str) -> str:
+        """The base URL a client uses to play ``scenario`` (``/s/<name>`` + the provider's paths)."""
+        return f"{self.url}/s/{scenario}"
+
+    def add(self, name: str, scenario: Scenario | Sequence[Sequence[Any]]) -> str:
+        if not isinstance(scenario, Scenario):
+            scenario = Scenario(scenario)
+        self._state.scenarios[name] = scenario
+        self._state.counts[name] = 0
+        return self.base_url(name)
+
+    def attempts(self, name: str) -> int:
+        """How many requests the scenario received."""
+        return self._state.counts.get(name, 0)
+
+    def requests(self, name: str | None = None) -> list[RequestLog]:
+        return [r for r in self._state.log if name is None or r.scenario == name]
+
+    def open_connections(self) -> int:
+        return len(self._writers)
+
+    def _default(self) -> None:
+        self._state.scenarios.setdefault("ok", Scenario([[Headers(), *anthropic_reply()]]))
+        self._state.scenarios.setdefault("openai-ok", Scenario([[Headers(), *openai_chat_reply()]]))
+
+    # -- the server -------------------------------------------------------------------------------
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = (lines[0].split(" ") + ["", ""])[:3]
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        k, v = line.split(":", 1)
+                        headers[k.strip().lower()] = v.strip()
+                body = b""
+                if headers.get("content-length"):
+                    body = await reader.readexactly(int(headers["content-length"]))
+                keep = await self._respond(method, target, headers, body, reader, writer)
+                if not keep:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            self._writers.discard(writer)
+            if not writer.transport.is_closing():
+                writer.close()
+
+    async def _respond(self, method: str, target: str, headers: dict[str, str], body: bytes,
+                       reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        path = target.split("?", 1)[0]
+        name = "ok"
+        if path.startswith("/s/"):
+            name = path.split("/", 3)[2]
+        elif path.endswith("/chat/completions"):
+            name = "openai-ok"
+        scenario = self._state.scenarios.get(name)
+        if scenario is None:
+            await self._write_status(writer, Status(404, json.dumps({"error": f"no scenario {name!r}"}).encode()), "req_none")
+            return True
+        n = self._state.counts.get(name, 0)
+        self._state.counts[name] = n + 1
+        request_id = f"req_sim_{next(self._ids):06d}"
+        log = RequestLog(name, n, method, path, {k: ("<redacted>" if k in _REDACT else v) for k, v in headers.items()},
+                         body, request_id)
+        self._state.log.append(log)
+        scale = self.time_scale
+        chunked = False
+        try:
+            for step in scenario.script(n):
+                if reader.at_eof():
+                    log.disconnected = True
+                    return False
+                if isinstance(step, Headers):
+                    extra = "".join(f"{k}: {v}\r\n" for k, v in step.headers)
+                    writer.write(
+                        f"HTTP/1.1 {step.status} {'OK' if step.status == 200 else 'Status'}\r\n"
+                        f"content-type: {step.content_type}\r\ntransfer-encoding: chunked\r\n"
+                        f"request-id: {request_id}\r\ncache-control: no-cache\r\n{extra}\r\n".encode()
+                    )
+                    chunked = True
+                    await writer.drain()
+                elif isinstance(step, Status):
+                    await self._write_status(writer, step, request_id)
+                    log.finished = True
+                    return True
+                elif isinstance(step, Raw):
+                    writer.write(b"%x\r\n%s\r\n" % (len(step.data), step.data))
+                    await writer.drain()
+                elif isinstance(step, Trickle):
+                    for i in range(0, len(step.data), step.size):
+                        piece = step.data[i : i + step.size]
+                        writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                        await writer.drain()
+                        if await self._wait(reader, step.every * scale):
+                            log.disconnected = True
+                            return False
+                elif isinstance(step, Sleep):
+                    if await self._wait(reader, step.seconds * scale):
+                        log.disconnected = True
+                        return False
+                elif isinstance(step, (Stall, HangBeforeHeaders)):
+                    await self._wait(reader, None)
+                    log.disconnected = True
+                    return False
+                elif isinstance(step, Reset):
+                    sock = writer.get_extra_info("socket")
+                    if sock is not None:
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    writer.transport.abort()
+                    return False
+                elif isinstance(step, Close):
+                    break
+                else:  # pragma: no cover - a scripting mistake
+                    raise TypeError(f"unknown step {step!r}")
+            if chunked:
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+            log.finished = True
+            return True
+        except (ConnectionError, OSError):
+            log.disconnected = True
+            return False
+
+    @staticmethod
+    async def _wait(reader: asyncio.StreamReader, seconds: float | None) -> bool:
+        """Sleep ``seconds`` (forever if None); True if the client disconnected meanwhile.
+        (A client does not send while its response is in progress, so any read result means
+        it went away.)"""
+        probe = asyncio.ensure_future(reader.read(1))
+        try:
+            await asyncio.wait_for(asyncio.shield(probe), seconds)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            if not probe.done():
+                probe.cancel()
+                try:
+                    await probe
+                except asyncio.CancelledError:
+                    pass
+
+    @staticmethod
+    async def _write_status(writer: asyncio.StreamWriter, step: Status, request_id: str) -> None:
+        extra = "".join(f"{k}: {v}\r\n" for k, v in step.headers)
+        writer.write(
+            f"HTTP/1.1 {step.status} Status\r\ncontent-type: {step.content_type}\r\n"
+            f"content-length: {len(step.body)}\r\nrequest-id: {request_id}\r\n{extra}\r\n".encode() + step.body
+        )
+        await writer.drain()

@@ -1,0 +1,478 @@
+"""The async driver (source of truth; ``_sync.py`` is generated from it by ``scripts/unasync.py``).
+
+It owns every wait and every byte of I/O; all decisions come from :mod:`otel_liveness.core`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+from ..core import errors as E
+from ..core.clocks import RawSilenceExpired, SemanticTimeoutExpired, WallBudgetExpired
+from ..core.engine import AttemptSession, RequestSession
+from ..core.outcome import AttemptOutcome, StopReason
+from ..core.policy import Policy
+from ..core.providers import select_provider
+from ..core.retry import Failure, FailureKind, GiveUp, Reject, Retry
+from . import _common as C
+from ._backends import EOF, TIMEOUT, AsyncBackend
+from ._family import Family
+
+__all__ = ["AsyncLivenessMixin", "AsyncLivenessStream", "AsyncPassThrough"]
+
+log = logging.getLogger("otel_liveness")
+_TOLERANCE = 0.01  # a socket timeout this close to our deadline is ours
+
+
+class AsyncLivenessMixin:
+    """The transport logic; :func:`otel_liveness.wrap` combines it with the family's base class."""
+
+    _family: Family
+    _is_async = True
+    _stream_cls: type
+    _passthrough_cls: type
+    _backend = AsyncBackend()
+
+    def __init__(
+        self,
+        inner: Any = None,
+        policy: Policy | None = None,
+        *,
+        hooks: Iterable[Callable[[Any], None]] = (),
+        **transport_kwargs: Any,
+    ) -> None:
+        if inner is None:
+            inner = self._family.default_transport(asynchronous=self._is_async, **transport_kwargs)
+        elif transport_kwargs:
+            raise TypeError(f"transport options {sorted(transport_kwargs)} apply only when no inner transport is given")
+        self._inner = inner
+        self._policy = policy or Policy()
+        self._hooks = list(hooks)
+        self._exhausted = C.ExhaustedCache()
+
+    @property
+    def policy(self) -> Policy:
+        return self._policy
+
+    @property
+    def inner(self) -> Any:
+        return self._inner
+
+    def add_hook(self, hook: Callable[[Any], None]) -> None:
+        self._hooks.append(hook)
+
+    def remove_hook(self, hook: Callable[[Any], None]) -> None:
+        if hook in self._hooks:
+            self._hooks.remove(hook)
+
+    async def __aenter__(self) -> Any:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *args: Any) -> None:
+        await self._inner.__aexit__(*args)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    # -- the request ------------------------------------------------------------------------------
+
+    async def handle_async_request(self, request: Any) -> Any:
+        policy = C.current_overrides(self._policy)
+        key = None
+        if C.is_sdk_retry(request.headers):
+            key = self._exhausted.key(request)
+            cached = self._exhausted.get(key)
+            if cached is not None:
+                log.info("otel-liveness: an SDK retry of an exhausted request was answered without a new attempt; "
+                         "set max_retries=0 on the SDK client")
+                raise cached
+        backend = self._backend
+        url = request.url
+        streaming = C.is_streaming(request)
+        session = RequestSession(
+            policy,
+            provider=policy.provider or select_provider(url.host, url.path),
+            streaming=streaming,
+            now=backend.now(),
+            method=request.method,
+            host=url.host,
+            port=url.port,
+            path=url.path,
+            model=C.request_model(request),
+            hooks=list(self._hooks) + list(_context_hooks(request)),
+        )
+        try:
+            return await self._run(request, session)
+        except E.LivenessError as exc:
+            if not isinstance(exc, E.StreamTruncated):
+                if key is None:
+                    key = self._exhausted.key(request)
+                self._exhausted.put(key, exc)
+            raise
+
+    async def _run(self, request: Any, session: RequestSession) -> Any:
+        backend = self._backend
+        family = self._family
+        while True:
+            attempt = session.attempt(backend.now())
+            response = None
+            try:
+                response, failure = await self._open(request, session, attempt)
+            except BaseException as exc:
+                await self._abandon(session, attempt, response, exc)
+                raise
+            if failure is None:
+                return response
+            now = backend.now()
+            decision = session.failed(attempt, failure, now, wall_now=backend.wall_now(), jitter=backend.jitter())
+            attempt.finish(now, C.failure_outcome(failure), C.failure_error_type(failure))
+            C.write_capture(session.policy, attempt)
+            if isinstance(decision, Retry):
+                if response is not None:
+                    with backend.shield():
+                        await response.aclose()
+                remaining = session.wall_remaining(now)
+                if remaining is not None and decision.delay >= remaining:
+                    await backend.sleep(remaining)
+                    exc = C.wall_timeout(family, session, None, request)
+                    session.end(backend.now(), StopReason.WALL_BUDGET, "wall_budget")
+                    raise exc
+                await backend.sleep(decision.delay)
+                continue
+            if failure.kind is FailureKind.STATUS and response is not None:
+                # The provider's own error response goes to the caller (its body explains it);
+                # an exhausted retryable one is marked so that an SDK above does not retry again.
+                stop = StopReason.REJECTED
+                if isinstance(decision, GiveUp):
+                    stop = StopReason.RATE_LIMITED if decision.rate_limited else StopReason.EXHAUSTED
+                session.end(now, stop, failure.cause)
+                return self._final_response(request, session, response, mark=isinstance(decision, GiveUp))
+            if response is not None:
+                with backend.shield():
+                    await response.aclose()
+            exc = C.provider_error(family, session, failure, decision, request)
+            session.end(now, C.stop_for(exc) if isinstance(decision, GiveUp) else StopReason.REJECTED, failure.cause)
+            raise exc
+
+    async def _open(self, request: Any, session: RequestSession, attempt: AttemptSession) -> tuple[Any, Failure | None]:
+        """Send one attempt and, for a streaming one, read ahead until content (or a failure).
+        Returns (response for the caller or the failed inner response, failure or None)."""
+        backend = self._backend
+        family = self._family
+        policy = session.policy
+        enforce = not policy.shadow
+        req = self._prepare(request, session, attempt, enforce)
+        attempt.sent(backend.now())
+        deadline = attempt.deadline() if enforce else None
+        try:
+            inner = await backend.send(self._inner, req, None if deadline is None else deadline - backend.now())
+        except family.module.TimeoutException as exc:
+            if isinstance(exc, family.module.ConnectTimeout) or isinstance(exc, family.module.PoolTimeout):
+                return None, Failure(FailureKind.CONNECT_ERROR, attempt.clock.phase)
+            inner = TIMEOUT if self._ours(attempt, deadline) else None
+            if inner is None:
+                return None, Failure(FailureKind.READ_ERROR, attempt.clock.phase)
+        except (family.module.ConnectError, family.module.UnsupportedProtocol):
+            return None, Failure(FailureKind.CONNECT_ERROR, attempt.clock.phase)
+        except family.module.TransportError:
+            return None, Failure(FailureKind.READ_ERROR, attempt.clock.phase)
+        if inner is TIMEOUT:
+            return None, self._expired(request, session, attempt, None)
+        now = backend.now()
+        headers = {k.lower(): v for k, v in inner.headers.items()}
+        attempt.headers(now, inner.status_code, headers)
+        if inner.status_code >= 400 or (headers.get("x-should-retry") == "true" and inner.status_code >= 300):
+            return inner, Failure(FailureKind.STATUS, attempt.clock.phase, status=inner.status_code, headers=headers)
+        iterator = inner.stream.__aiter__()
+        first = b""
+        if attempt.streaming and enforce:
+            try:
+                while not attempt.committed and not attempt.done:
+                    chunk = await self._read(iterator, attempt, enforce)
+                    if chunk is TIMEOUT:
+                        return inner, self._expired(request, session, attempt, None)
+                    if chunk is EOF:
+                        first += attempt.eof(backend.now())
+                        break
+                    first += attempt.feed(backend.now(), chunk)
+                    if attempt.failure is not None:
+                        break
+                    terminal = attempt.poll(backend.now())
+                    if terminal is not None:
+                        return inner, self._expired(request, session, attempt, terminal)
+            except E.MalformedStream:
+                raise
+            except family.module.TransportError:
+                return inner, Failure(FailureKind.READ_ERROR, attempt.clock.phase)
+            if attempt.failure is not None and not attempt.committed:
+                return inner, attempt.failure
+        stream = self._stream_cls(self, request, session, attempt, inner, iterator, first)
+        return self._response(request, session, inner, stream), None
+
+    def _prepare(self, request: Any, session: RequestSession, attempt: AttemptSession, enforce: bool) -> Any:
+        """The request as sent for this attempt: per-attempt extensions (read timeout for the
+        sync driver's raw clock). Headers and body are the caller's, untouched."""
+        extensions = dict(request.extensions)
+        if self._backend.sets_read_timeout and enforce:
+            timeouts = dict(extensions.get("timeout") or {})
+            bounds = [b for b in (timeouts.get("read"), session.raw_idle, session.wall_remaining(self._backend.now()))
+                      if b is not None]
+            if bounds:
+                timeouts["read"] = max(min(bounds), 0.001)
+            extensions["timeout"] = timeouts
+        req = self._family.module.Request(
+            request.method, request.url, headers=request.headers, stream=request.stream, extensions=extensions
+        )
+        return req
+
+    def _ours(self, attempt: AttemptSession, deadline: float | None) -> bool:
+        return deadline is not None and self._backend.now() >= deadline - _TOLERANCE
+
+    async def _read(self, iterator: AsyncIterator[bytes], attempt: AttemptSession, enforce: bool) -> Any:
+        backend = self._backend
+        deadline = attempt.deadline() if enforce else None
+        try:
+            return await backend.read(iterator, None if deadline is None else deadline - backend.now(), self._family)
+        except self._family.module.TimeoutException:
+            if self._ours(attempt, deadline):
+                return TIMEOUT
+            raise
+
+    def _expired(self, request: Any, session: RequestSession, attempt: AttemptSession,
+                 terminal: RawSilenceExpired | SemanticTimeoutExpired | WallBudgetExpired | None) -> Failure:
+        """A clock ran out before content: a retryable failure, or the wall budget (raised)."""
+        now = self._backend.now()
+        if terminal is None:
+            terminal = attempt.poll(max(now, attempt.deadline() or now))
+        if isinstance(terminal, WallBudgetExpired):
+            attempt.verdict(now, AttemptOutcome.WALL_BUDGET, enforced=True)
+            attempt.finish(now, AttemptOutcome.WALL_BUDGET, "wall_budget")
+            C.write_capture(session.policy, attempt)
+            exc = C.wall_timeout(self._family, session, attempt, request)
+            session.end(now, StopReason.WALL_BUDGET, "wall_budget")
+            raise exc
+        if isinstance(terminal, SemanticTimeoutExpired):
+            attempt.verdict(now, AttemptOutcome.SEMANTIC_TIMEOUT, enforced=True)
+            return Failure(FailureKind.SEMANTIC_TIMEOUT, terminal.phase, attempt.committed)
+        attempt.verdict(now, AttemptOutcome.RAW_SILENCE, enforced=True)
+        phase = terminal.phase if terminal is not None else attempt.clock.phase
+        return Failure(FailureKind.RAW_SILENCE, phase, attempt.committed)
+
+    async def _abandon(self, session: RequestSession, attempt: AttemptSession, response: Any, exc: BaseException) -> None:
+        """An exception escaped an attempt (cancellation, malformed stream, host error)."""
+        now = self._backend.now()
+        if isinstance(exc, E.WallTimeout):
+            return  # already recorded
+        if isinstance(exc, E.MalformedStream):
+            attempt.finish(now, AttemptOutcome.MALFORMED, "malformed")
+            session.end(now, StopReason.MALFORMED, "malformed")
+        else:
+            attempt.finish(now, AttemptOutcome.CANCELLED, type(exc).__name__)
+            session.end(now, StopReason.CANCELLED, "cancelled")
+        if response is not None:
+            with self._backend.shield():
+                await response.aclose()
+
+    def _response(self, request: Any, session: RequestSession, inner: Any, stream: Any, extra: Iterable[tuple[str, str]] = ()) -> Any:
+        extensions = dict(inner.extensions)
+        extensions["liveness"] = session.report_dict = session.report.to_dict()  # type: ignore[attr-defined]
+        headers = list(inner.headers.multi_items()) + list(extra)
+        return self._family.module.Response(
+            inner.status_code, headers=headers, stream=stream, extensions=extensions, request=request
+        )
+
+    def _final_response(self, request: Any, session: RequestSession, inner: Any, *, mark: bool) -> Any:
+        extra = []
+        if mark and session.policy.mark_exhausted_responses:
+            inner.headers.pop("x-should-retry", None) if hasattr(inner.headers, "pop") else None
+            extra = [("x-should-retry", "false")]
+        stream = self._passthrough_cls(inner)
+        response = self._response(request, session, inner, stream, extra)
+        if mark:
+            # keep one x-should-retry (ours) if the provider also sent one
+            values = response.headers.get_list("x-should-retry")
+            if len(values) > 1:
+                del response.headers["x-should-retry"]
+                response.headers["x-should-retry"] = "false"
+        _sync_report(session)
+        return response
+
+
+def _context_hooks(request: Any) -> Iterable[Callable[[Any], None]]:
+    hook = request.extensions.get("liveness.hook") if hasattr(request, "extensions") else None
+    return (hook,) if callable(hook) else ()
+
+
+def _sync_report(session: RequestSession) -> None:
+    """Refresh the dict published on ``response.extensions["liveness"]`` in place."""
+    target = getattr(session, "report_dict", None)
+    if target is not None:
+        target.clear()
+        target.update(session.report.to_dict())
+
+
+class AsyncPassThrough:
+    """The body of a provider error response: the caller reads it as is."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner.stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class AsyncLivenessStream:
+    """The body the caller reads: released bytes of the one visible attempt, with the clocks
+    still running. Ends the attempt (and the request) when exhausted, closed or failed."""
+
+    def __init__(self, transport: AsyncLivenessMixin, request: Any, session: RequestSession,
+                 attempt: AttemptSession, inner: Any, iterator: Any, first: bytes) -> None:
+        self._t = transport
+        self._request = request
+        self._session = session
+        self._attempt = attempt
+        self._inner = inner
+        self._iterator = iterator
+        self._first = first
+        self._closed = False
+        self._observed = False  # shadow mode: a terminal verdict was reported
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        t = self._t
+        backend = t._backend
+        family = t._family
+        attempt = self._attempt
+        session = self._session
+        enforce = not session.policy.shadow
+        request = self._request
+        try:
+            if self._first:
+                first, self._first = self._first, b""
+                yield first
+            while True:
+                try:
+                    chunk = await t._read(self._iterator, attempt, enforce)
+                except E.MalformedStream:
+                    raise
+                except family.module.TransportError as exc:
+                    if not enforce or not attempt.streaming:
+                        raise
+                    raise self._fail(C.truncation(family, attempt, "read_error", request), "read_error") from exc
+                now = backend.now()
+                if chunk is TIMEOUT:
+                    terminal = attempt.poll(max(now, attempt.deadline() or now))
+                    raise self._terminal(terminal, now)
+                if chunk is EOF:
+                    tail = attempt.eof(now)
+                    if tail:
+                        yield tail
+                    failure = attempt.failure
+                    if failure is not None and enforce:
+                        attempt.verdict(now, AttemptOutcome.TRUNCATED, enforced=True)
+                        raise self._fail(C.truncation(family, attempt, failure.cause, request, failure.error_type), failure.cause)
+                    if failure is not None:  # shadow: report what would have happened, enforce nothing
+                        self._observe_end(now, failure)
+                        return
+                    self._complete(now)
+                    return
+                release = attempt.feed(now, chunk)
+                if release:
+                    yield release
+                failure = attempt.failure
+                if failure is not None and enforce and failure.kind is FailureKind.ERROR_EVENT:
+                    raise self._fail(C.truncation(family, attempt, failure.cause, request, failure.error_type), failure.cause)
+                terminal = attempt.poll(backend.now())
+                if terminal is not None:
+                    if enforce:
+                        raise self._terminal(terminal, backend.now())
+                    if not self._observed:
+                        self._observed = True
+                        attempt.verdict(backend.now(), _OUTCOME[type(terminal)], enforced=False)
+        except E.LivenessError as exc:
+            if not attempt.ended:
+                self._fail(exc, "malformed" if isinstance(exc, E.MalformedStream) else "error")
+            raise
+        except BaseException as exc:
+            if not attempt.ended:
+                now = backend.now()
+                if isinstance(exc, family.module.TransportError):  # shadow mode / JSON body: as raised
+                    failure = Failure(FailureKind.READ_ERROR, attempt.clock.phase, attempt.committed)
+                    self._observe_end(now, failure)
+                else:
+                    attempt.finish(now, AttemptOutcome.CANCELLED, type(exc).__name__)
+                    session.end(now, StopReason.CANCELLED, "cancelled")
+                    _sync_report(session)
+            raise
+        finally:
+            with backend.shield():
+                await self._inner.aclose()
+
+    def _terminal(self, terminal: Any, now: float) -> E.LivenessError:
+        family = self._t._family
+        attempt = self._attempt
+        if isinstance(terminal, WallBudgetExpired):
+            attempt.verdict(now, AttemptOutcome.WALL_BUDGET, enforced=True)
+            return self._fail(C.wall_timeout(family, self._session, attempt, self._request), "wall_budget")
+        cause = "semantic_timeout" if isinstance(terminal, SemanticTimeoutExpired) else "raw_silence"
+        attempt.verdict(now, AttemptOutcome.SEMANTIC_TIMEOUT if cause == "semantic_timeout" else AttemptOutcome.RAW_SILENCE,
+                        enforced=True)
+        return self._fail(C.truncation(family, attempt, cause, self._request), cause)
+
+    def _fail(self, exc: E.LivenessError, error_type: str) -> E.LivenessError:
+        now = self._t._backend.now()
+        attempt = self._attempt
+        if isinstance(exc, E.WallTimeout):
+            outcome = AttemptOutcome.WALL_BUDGET
+        elif isinstance(exc, E.MalformedStream):
+            outcome = AttemptOutcome.MALFORMED
+        else:
+            outcome = AttemptOutcome.TRUNCATED
+        attempt.finish(now, outcome, error_type)
+        C.write_capture(self._session.policy, attempt)
+        self._session.end(now, C.stop_for(exc), error_type)
+        _sync_report(self._session)
+        return exc
+
+    def _observe_end(self, now: float, failure: Failure) -> None:
+        attempt = self._attempt
+        attempt.finish(now, C.failure_outcome(failure), C.failure_error_type(failure))
+        C.write_capture(self._session.policy, attempt)
+        self._session.end(now, StopReason.TRUNCATED if failure.committed else StopReason.EXHAUSTED, failure.cause)
+        _sync_report(self._session)
+
+    def _complete(self, now: float) -> None:
+        attempt = self._attempt
+        attempt.finish(now, AttemptOutcome.COMPLETED)
+        if attempt.record.outcome is not AttemptOutcome.COMPLETED:  # pragma: no cover
+            return
+        self._session.end(now, StopReason.COMPLETED)
+        _sync_report(self._session)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        attempt = self._attempt
+        if not attempt.ended:
+            now = self._t._backend.now()
+            outcome = AttemptOutcome.COMPLETED if attempt.done else AttemptOutcome.CANCELLED
+            attempt.finish(now, outcome, None if attempt.done else "closed")
+            self._session.end(now, StopReason.COMPLETED if attempt.done else StopReason.CANCELLED,
+                              None if attempt.done else "closed")
+            _sync_report(self._session)
+        with self._t._backend.shield():
+            await self._inner.aclose()
+
+
+_OUTCOME = {
+    RawSilenceExpired: AttemptOutcome.RAW_SILENCE,
+    SemanticTimeoutExpired: AttemptOutcome.SEMANTIC_TIMEOUT,
+    WallBudgetExpired: AttemptOutcome.WALL_BUDGET,
+}

@@ -1,0 +1,105 @@
+"""The two HTTP library families (httpx 0.28 and httpx2 2.x): detection, typed errors that are
+also the family's own exceptions, and a default inner transport with the SDKs' TCP keep-alives."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from ..core import errors as E
+
+__all__ = ["Family", "family_of", "keepalive_socket_options"]
+
+
+def keepalive_socket_options() -> list[tuple[int, int, int]]:
+    """The TCP keep-alive options the anthropic/openai SDKs set on their default transport
+    (a custom transport loses them unless it sets them again): probe after 60 s idle, every 60 s,
+    5 probes."""
+    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    if hasattr(socket, "TCP_KEEPINTVL"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 60))
+    elif sys.platform == "darwin":  # pragma: no cover - macOS
+        options.append((socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPALIVE", 0x10), 60))
+    if hasattr(socket, "TCP_KEEPCNT"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 5))
+    if hasattr(socket, "TCP_KEEPIDLE"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 60))
+    return options
+
+
+# Which exception of the HTTP library each failure cause also is.
+_CAUSE_BASE = {
+    "raw_silence": "ReadTimeout",
+    "semantic_timeout": "ReadTimeout",
+    "connect_error": "ConnectError",
+    "read_error": "ReadError",
+    "eof": "RemoteProtocolError",
+    "error_event": "RemoteProtocolError",
+    "wall_budget": "TimeoutException",
+    "malformed": "DecodingError",
+}
+
+
+class Family:
+    """One HTTP library: ``httpx`` or ``httpx2``."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+        self.name = module.__name__
+
+    def __repr__(self) -> str:
+        return f"Family({self.name})"
+
+    def error(self, ours: type[E.LivenessError], cause: str, message: str, request: Any = None, **fields: Any) -> E.LivenessError:
+        """An instance of ``ours`` that is also the family's exception for ``cause``."""
+        cls = _combined(ours, getattr(self.module, _CAUSE_BASE.get(cause.split(":")[0], "RemoteProtocolError")))
+        exc = cls(message, **fields)
+        if request is not None:
+            try:
+                exc.request = request  # type: ignore[attr-defined]
+            except AttributeError:  # pragma: no cover
+                pass
+        return exc
+
+    def default_transport(self, *, asynchronous: bool, **kwargs: Any) -> Any:
+        kwargs.setdefault("socket_options", keepalive_socket_options())
+        cls = self.module.AsyncHTTPTransport if asynchronous else self.module.HTTPTransport
+        return cls(**kwargs)
+
+
+@cache
+def _combined(ours: type, theirs: type) -> type:
+    return type(ours.__name__, (ours, theirs), {"__module__": ours.__module__, "__qualname__": ours.__qualname__})
+
+
+def _modules() -> list[ModuleType]:
+    found = []
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        if module is None:
+            try:
+                module = __import__(name)
+            except ImportError:
+                continue
+        found.append(module)
+    return found
+
+
+@cache
+def family(name: str) -> Family:
+    return Family(__import__(name))
+
+
+def family_of(transport: Any) -> tuple[Family, bool]:
+    """(family, is_async) of an inner transport; ``TypeError`` if it is neither family's."""
+    for module in _modules():
+        if isinstance(transport, module.AsyncBaseTransport):
+            return family(module.__name__), True
+        if isinstance(transport, module.BaseTransport):
+            return family(module.__name__), False
+    raise TypeError(
+        f"wrap() needs an httpx or httpx2 transport (BaseTransport or AsyncBaseTransport), got {type(transport).__name__}"
+    )
