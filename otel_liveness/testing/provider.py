@@ -95,9 +95,12 @@ class SimulatedProvider:
             self._server.close()
             for writer in list(self._writers):
                 writer.transport.abort()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            if tasks:
+                _, pending = await asyncio.wait(tasks, timeout=2)
+                for task in pending:
+                    task.cancel()
             await self._server.wait_closed()
-            for task in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
-                task.cancel()
 
         asyncio.run_coroutine_threadsafe(shutdown(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
@@ -165,8 +168,8 @@ class SimulatedProvider:
                 keep = await self._respond(method, target, headers, body, reader, writer)
                 if not keep:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError):
-            return
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            return  # the client went away, or the server is shutting down
         finally:
             self._writers.discard(writer)
             if not writer.transport.is_closing():

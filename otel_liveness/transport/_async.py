@@ -194,15 +194,16 @@ class AsyncLivenessMixin:
                     chunk = await self._read(iterator, attempt, enforce)
                     if chunk is TIMEOUT:
                         return inner, self._expired(request, session, attempt, None)
-                    if chunk is EOF:
-                        first += attempt.eof(backend.now())
-                        break
-                    first += attempt.feed(backend.now(), chunk)
-                    if attempt.failure is not None:
-                        break
-                    terminal = attempt.poll(backend.now())
+                    now = backend.now()
+                    terminal = attempt.poll(now)
                     if terminal is not None:
                         return inner, self._expired(request, session, attempt, terminal)
+                    if chunk is EOF:
+                        first += attempt.eof(now)
+                        break
+                    first += attempt.feed(now, chunk)
+                    if attempt.failure is not None:
+                        break
             except E.MalformedStream:
                 raise
             except family.module.TransportError:
@@ -369,6 +370,13 @@ class AsyncLivenessStream:
                 if chunk is TIMEOUT:
                     terminal = attempt.poll(max(now, attempt.deadline() or now))
                     raise self._terminal(terminal, now)
+                # What fell due before this read returned comes first (notices, and in shadow mode
+                # the verdict that would have ended the attempt).
+                terminal = attempt.poll(now)
+                if terminal is not None:
+                    if enforce:
+                        raise self._terminal(terminal, now)
+                    self._observe(terminal, now)
                 if chunk is EOF:
                     tail = attempt.eof(now)
                     if tail:
@@ -388,13 +396,7 @@ class AsyncLivenessStream:
                 failure = attempt.failure
                 if failure is not None and enforce and failure.kind is FailureKind.ERROR_EVENT:
                     raise self._fail(C.truncation(family, attempt, failure.cause, request, failure.error_type), failure.cause)
-                terminal = attempt.poll(backend.now())
-                if terminal is not None:
-                    if enforce:
-                        raise self._terminal(terminal, backend.now())
-                    if not self._observed:
-                        self._observed = True
-                        attempt.verdict(backend.now(), _OUTCOME[type(terminal)], enforced=False)
+
         except E.LivenessError as exc:
             if not attempt.ended:
                 self._fail(exc, "malformed" if isinstance(exc, E.MalformedStream) else "error")
@@ -413,6 +415,11 @@ class AsyncLivenessStream:
         finally:
             with backend.shield():
                 await self._inner.aclose()
+
+    def _observe(self, terminal: Any, now: float) -> None:
+        if not self._observed:
+            self._observed = True
+            self._attempt.verdict(now, _OUTCOME[type(terminal)], enforced=False)
 
     def _terminal(self, terminal: Any, now: float) -> E.LivenessError:
         family = self._t._family

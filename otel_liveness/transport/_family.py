@@ -53,9 +53,9 @@ class Family:
     def __repr__(self) -> str:
         return f"Family({self.name})"
 
-    def error(self, ours: type[E.LivenessError], cause: str, message: str, request: Any = None, **fields: Any) -> E.LivenessError:
-        """An instance of ``ours`` that is also the family's exception for ``cause``."""
-        cls = _combined(ours, getattr(self.module, _CAUSE_BASE.get(cause.split(":")[0], "RemoteProtocolError")))
+    def error(self, ours: type[E.LivenessError], kind: str, message: str, request: Any = None, /, **fields: Any) -> E.LivenessError:
+        """An instance of ``ours`` that is also the family's exception for failure ``kind``."""
+        cls = _combined(ours, getattr(self.module, _CAUSE_BASE.get(kind.split(":")[0], "RemoteProtocolError")))
         exc = cls(message, **fields)
         if request is not None:
             try:

@@ -1,0 +1,221 @@
+"""The transport against a real loopback server, through every client variant (httpx/httpx2 x
+sync/asyncio/trio): what a caller sees for each row of the policy table."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import otel_liveness
+from otel_liveness import (
+    AttemptOutcome,
+    Policy,
+    ProviderError,
+    StopReason,
+    StreamTruncated,
+    WallTimeout,
+)
+from otel_liveness.core.events import Heartbeats, RetryScheduled, SemanticNotice, Verdict
+from otel_liveness.testing import anthropic_reply, steps as s
+from otel_liveness.testing.scripts import anthropic_error, anthropic_status
+
+from .clients import VARIANT_IDS, VARIANTS, Result, run
+from .conftest import FAST
+
+pytestmark = pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+
+URL = "/v1/messages"
+
+
+def frames(body: bytes) -> list[str]:
+    return [line[7:] for line in body.decode().split("\n") if line.startswith("event: ")]
+
+
+def outcomes(result: Result) -> list[str]:
+    assert result.report is not None
+    return [a["outcome"] for a in result.report["attempts"]]
+
+
+def wait_idle(provider, timeout: float = 2.0) -> None:  # type: ignore[no-untyped-def]
+    """Every connection the client opened is closed again (no leaked sockets)."""
+    deadline = time.monotonic() + timeout
+    while provider.open_connections() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert provider.open_connections() == 0
+
+
+def test_long_think_with_pings_completes_with_notices(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    # 60 provider-seconds of pings (0.6 s real), twice the raw bound and six times the notice interval.
+    url = provider.add("think", [[s.Headers(), *anthropic_reply("Hello", think_pings=12, ping_every=5.0)]])
+    result = run(variant, FAST, url + URL)
+    assert result.error is None and result.status == 200
+    assert frames(result.body)[0] == "message_start" and frames(result.body)[-1] == "message_stop"
+    assert frames(result.body).count("ping") == 12
+    assert provider.attempts("think") == 1
+    assert result.report["stop_reason"] == "completed" and outcomes(result) == ["completed"]
+    notices = [e for e in result.events if isinstance(e, SemanticNotice)]
+    assert len(notices) >= 3 and [n.number for n in notices] == list(range(1, len(notices) + 1))
+    assert sum(e.count for e in result.events if isinstance(e, Heartbeats)) == 12
+    record = result.report["attempts"][0]
+    assert record["heartbeats"] == 12 and record["response_id"] == "msg_sim_0001"
+    assert record["time_to_first_semantic"] > 0.5
+    wait_idle(provider)
+
+
+@pytest.mark.parametrize(
+    "failed",
+    [
+        [s.HangBeforeHeaders()],
+        [s.Headers(), *anthropic_reply(stall_after=0)[:1], s.Stall()],  # message_start, then nothing
+        [s.Headers(), *anthropic_reply()[:1], s.Reset()],
+        [s.Headers(), *anthropic_reply()[:1], s.Close()],  # EOF before content
+        [s.Headers(), *anthropic_reply()[:1], s.Raw(anthropic_error("overloaded_error"))],
+        [anthropic_status(529, "overloaded_error")],
+        [anthropic_status(500, "api_error")],
+        [anthropic_status(408, "timeout_error")],
+    ],
+    ids=["dead-before-headers", "dead-before-content", "reset", "eof", "in-band-overload", "529", "500", "408"],
+)
+def test_pre_content_failure_is_retried_invisibly(variant, provider, failed) -> None:  # type: ignore[no-untyped-def]
+    good = [s.Headers(), *anthropic_reply("Recovered", msg_id="msg_good")]
+    url = provider.add("flaky", [failed, good])
+    result = run(variant, FAST, url + URL)
+    assert result.error is None and result.status == 200
+    assert provider.attempts("flaky") == 2
+    # One attempt visible: its headers and one message id, no bytes of the failed attempt.
+    assert result.headers["request-id"] == provider.requests("flaky")[1].request_id
+    assert result.body.count(b'"type":"message_start"') == 1 and b"msg_good" in result.body
+    assert b"error" not in result.body
+    assert result.report["stop_reason"] == "completed"
+    assert outcomes(result)[1] == "completed" and len(outcomes(result)) == 2
+    retry = [e for e in result.events if isinstance(e, RetryScheduled)]
+    assert len(retry) == 1 and retry[0].delay <= 0.05
+    wait_idle(provider)
+
+
+def test_rate_limit_honours_retry_after_ms(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    limited = anthropic_status(429, "rate_limit_error", (("retry-after-ms", "250"),))
+    url = provider.add("limited", [[limited], [limited], [s.Headers(), *anthropic_reply()]])
+    started = time.monotonic()
+    result = run(variant, FAST.replace(max_attempts=1), url + URL)
+    elapsed = time.monotonic() - started
+    assert result.error is None and result.status == 200
+    assert provider.attempts("limited") == 3  # the patient tier has its own budget
+    assert 0.5 <= elapsed < 2.0
+    retries = [e for e in result.events if isinstance(e, RetryScheduled)]
+    assert [(r.delay, r.source.value, r.rate_limited) for r in retries] == [(0.25, "retry_after_ms", True)] * 2
+    assert outcomes(result) == ["rate_limited", "rate_limited", "completed"]
+
+
+def test_exhausted_status_returns_final_response_marked(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("down", [[anthropic_status(529, "overloaded_error", (("x-should-retry", "true"),))]])
+    result = run(variant, FAST, url + URL)
+    assert result.error is None
+    assert result.status == 529 and result.headers["x-should-retry"] == "false"
+    assert json.loads(result.body)["error"]["type"] == "overloaded_error"
+    assert provider.attempts("down") == FAST.max_attempts
+    assert result.report["stop_reason"] == "exhausted" and result.report["cause"] == "status_529"
+
+
+def test_rejected_request_is_not_retried(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("bad", [[anthropic_status(400, "invalid_request_error")]])
+    result = run(variant, FAST, url + URL)
+    assert result.status == 400 and provider.attempts("bad") == 1
+    assert "x-should-retry" not in result.headers
+    assert result.report["stop_reason"] == "rejected"
+
+
+def test_exhausted_stream_failures_raise_provider_error(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("dead", [[s.Headers(), *anthropic_reply()[:1], s.Stall()]])
+    result = run(variant, FAST, url + URL)
+    assert isinstance(result.error, ProviderError)
+    assert result.error.attempts == 3 and result.error.last_cause == "raw_silence"
+    assert provider.attempts("dead") == 3
+    # ...and it is also the HTTP library's read timeout, so existing except clauses work.
+    family = __import__(variant[0])
+    assert isinstance(result.error, family.ReadTimeout)
+    wait_idle(provider)
+
+
+def test_stall_after_content_is_a_truncation_with_the_exact_prefix(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("stall", [[s.Headers(), *anthropic_reply("abcdefgh", deltas=8, stall_after=3), s.Stall()]])
+    result = run(variant, FAST, url + URL)
+    exc = result.error
+    assert isinstance(exc, StreamTruncated), exc
+    assert exc.cause == "raw_silence" and exc.prefix == result.body and exc.released == len(result.body)
+    text = exc.partial["content"][0]
+    assert text["type"] == "text" and text["text"] == "abc" and text["complete"] is False
+    assert otel_liveness.continuation_message(exc.partial) is None  # nothing complete: nothing invented
+    assert provider.attempts("stall") == 1  # never retried after content
+    assert outcomes(result) == ["truncated"] and result.report is not None
+    wait_idle(provider)
+
+
+def test_in_band_error_after_content_is_a_truncation(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("late-error", [[s.Headers(), *anthropic_reply("abcd", deltas=4, error_after=2)]])
+    result = run(variant, FAST, url + URL)
+    exc = result.error
+    assert isinstance(exc, StreamTruncated) and exc.error_type == "overloaded_error"
+    assert b"event: error" not in result.body and exc.prefix == result.body
+    assert exc.partial["content"][0]["text"] == "ab"
+    assert provider.attempts("late-error") == 1
+
+
+def test_wall_budget_stops_and_reports_the_budget(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("slow", [[s.Headers(), *anthropic_reply("x" * 40, deltas=40, delta_every=2.0)]])
+    result = run(variant, FAST.replace(wall_timeout=0.3), url + URL)
+    assert isinstance(result.error, WallTimeout) and result.error.budget == 0.3
+    assert result.error.committed is True
+    assert provider.attempts("slow") == 1
+    wait_idle(provider)
+
+
+def test_wall_budget_before_content_is_not_retried(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("hang", [[s.HangBeforeHeaders()]])
+    result = run(variant, FAST.replace(wall_timeout=0.2, raw_idle_timeout=5.0), url + URL)
+    assert isinstance(result.error, WallTimeout) and result.error.committed is False
+    assert provider.attempts("hang") == 1
+
+
+def test_caller_closing_early_cancels_and_releases_the_connection(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("long", [[s.Headers(), *anthropic_reply("y" * 50, deltas=50, delta_every=1.0)]])
+    result = run(variant, FAST, url + URL, read_limit=1)
+    assert result.error is None
+    assert outcomes(result) == ["cancelled"] and result.report["stop_reason"] == "cancelled"
+    wait_idle(provider)
+    assert provider.requests("long")[0].disconnected
+
+
+def test_shadow_mode_observes_without_enforcing(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    script = [s.Headers(), *anthropic_reply("abcd", deltas=4, stall_after=2), s.Sleep(50.0), s.Close()]
+    url = provider.add("shadow", [script])
+    result = run(variant, FAST.replace(shadow=True), url + URL)
+    assert result.error is None  # no kill, no truncation error
+    verdicts = [e for e in result.events if isinstance(e, Verdict)]
+    assert [(v.kind.value, v.enforced, v.committed) for v in verdicts] == [("raw_silence", False, True)]
+    assert outcomes(result) == ["truncated"]  # what would have happened, reported
+    assert provider.attempts("shadow") == 1
+
+
+def test_non_streaming_request_is_not_killed_by_the_raw_clock(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    body = json.dumps({"id": "msg_json", "type": "message", "content": [{"type": "text", "text": "hi"}]}).encode()
+    url = provider.add("json", [[s.Sleep(60.0), s.Status(200, body)]])
+    result = run(variant, FAST, url + URL, body={"model": "m", "max_tokens": 5, "messages": []})
+    assert result.error is None and result.status == 200 and json.loads(result.body)["id"] == "msg_json"
+    assert result.report["streaming"] is False and outcomes(result) == ["completed"]
+
+
+def test_giant_frame_is_a_typed_error(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("giant", [[s.Headers(), s.Raw(b"data: " + b"x" * 5000)]])
+    result = run(variant, FAST.replace(max_frame_bytes=1024), url + URL)
+    assert isinstance(result.error, otel_liveness.MalformedStream)
+    assert result.report is None or outcomes(result) == ["malformed"]
+
+
+def test_credentials_never_reach_hooks_or_reports(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("ok2", [[s.Headers(), *anthropic_reply("SECRET-COMPLETION")]])
+    result = run(variant, FAST, url + URL)
+    dumped = json.dumps(result.report) + repr(result.events)
+    assert "sk-ant-SECRET-KEY" not in dumped and "SECRET-COMPLETION" not in dumped
