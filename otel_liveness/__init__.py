@@ -20,6 +20,7 @@ from .core.errors import (
     SemanticTimeout,
     StreamTruncated,
     WallTimeout,
+    liveness_error,
 )
 from .core.outcome import AttemptOutcome, FrameKind, Phase, RequestReport, RetryReason, StopReason
 from .core.anthropic import continuation_message, decode_partial
@@ -74,6 +75,7 @@ __all__ = [
     "WallTimeout",
     "continuation_message",
     "decode_partial",
+    "liveness_error",
     "liveness_policy",
     "wrap",
     "__version__",

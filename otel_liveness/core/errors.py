@@ -26,6 +26,7 @@ from typing import Any
 
 __all__ = [
     "AttemptFailed",
+    "liveness_error",
     "FrameTooLarge",
     "InvalidPolicy",
     "LivenessError",
@@ -152,3 +153,23 @@ class WallTimeout(LivenessError):
         self.attempts = attempts
         self.committed = committed
         self.prefix = prefix
+
+
+def liveness_error(exc: BaseException | None) -> LivenessError | None:
+    """The otel-liveness error behind ``exc``, following ``__cause__``/``__context__``.
+
+    SDKs wrap some transport exceptions (the anthropic SDK turns a failure before the response
+    into ``APIConnectionError``; the openai SDK turns a mid-stream timeout into
+    ``APITimeoutError``); this finds ours inside them::
+
+        except Exception as exc:
+            if isinstance(err := otel_liveness.liveness_error(exc), otel_liveness.StreamTruncated):
+                ...
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, LivenessError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None

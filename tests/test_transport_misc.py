@@ -1,0 +1,216 @@
+"""Transport surface: wrap(), per-call overrides, hooks, the flight recorder, pytest-httpx
+(request/response-level cases for the httpx family), leaks, and the generated sync driver."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import subprocess
+import sys
+import threading
+
+import httpx
+import httpx2
+import pytest
+
+import otel_liveness
+from otel_liveness import Policy
+from otel_liveness.testing import anthropic_reply, steps as s
+from otel_liveness.tools.analyze import analyze, parse_capture
+
+from .clients import run
+from .conftest import FAST
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SSE = {"content-type": "text/event-stream"}
+
+
+def test_generated_sync_driver_is_up_to_date() -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "unasync.py"), "--check"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_wrap_keeps_family_and_kind(family) -> None:  # type: ignore[no-untyped-def]
+    sync = otel_liveness.wrap(family.HTTPTransport())
+    asyn = otel_liveness.wrap(family.AsyncHTTPTransport())
+    assert isinstance(sync, family.BaseTransport) and not isinstance(sync, family.AsyncBaseTransport)
+    assert isinstance(asyn, family.AsyncBaseTransport)
+    other = httpx2 if family is httpx else httpx
+    assert not isinstance(sync, other.BaseTransport)
+
+
+def test_wrap_rejects_other_objects() -> None:
+    with pytest.raises(TypeError, match="httpx or httpx2 transport"):
+        otel_liveness.wrap(object())
+
+
+def test_family_classes_build_a_default_transport_with_keepalives() -> None:
+    from otel_liveness.httpx2 import AsyncLivenessTransport, LivenessTransport
+
+    transport = LivenessTransport(policy=FAST)
+    pool = transport.inner._pool
+    assert (6, 9, 1) in [tuple(o) for o in pool._socket_options] or any(o[1] == 9 for o in pool._socket_options)
+    assert isinstance(AsyncLivenessTransport().inner, httpx2.AsyncHTTPTransport)
+    with pytest.raises(TypeError, match="only when no inner transport"):
+        LivenessTransport(httpx2.HTTPTransport(), verify=False)
+
+
+def test_anthropic_sdk_accepts_the_httpx2_transport() -> None:
+    import anthropic
+
+    # The SDK's own client class inspects the transport's classes: ours must be pure httpx2.
+    http_client = anthropic.DefaultHttpxClient(transport=otel_liveness.wrap(httpx2.HTTPTransport()))
+    anthropic.Anthropic(api_key="k", http_client=http_client).close()
+    with pytest.raises(TypeError, match="httpx2"):  # an httpx (0.28) transport is the wrong family
+        anthropic.DefaultHttpxClient(transport=otel_liveness.wrap(httpx.HTTPTransport()))
+
+
+def test_per_call_override_through_any_sdk(provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("slowish", [[s.Headers(), *anthropic_reply("x" * 20, deltas=20, delta_every=2.0)]])
+    with otel_liveness.liveness_policy(wall_timeout=0.15):
+        result = run(("httpx2", None), FAST, url + "/v1/messages")
+    assert isinstance(result.error, otel_liveness.WallTimeout) and result.error.budget == 0.15
+    result = run(("httpx2", None), FAST, url + "/v1/messages")  # outside the block: no budget
+    assert result.error is None
+
+
+def test_override_rejects_bad_values_at_once() -> None:
+    with pytest.raises(otel_liveness.InvalidPolicy, match="wall_timeout"):
+        with otel_liveness.liveness_policy(wall_timeout=-1):
+            pass
+
+
+def test_override_follows_asyncio_tasks(provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("slow-async", [[s.Headers(), *anthropic_reply("x" * 20, deltas=20, delta_every=2.0)]])
+
+    async def one(budget: float | None) -> object:
+        transport = otel_liveness.wrap(httpx2.AsyncHTTPTransport(), FAST)
+        async with httpx2.AsyncClient(transport=transport) as client:
+            try:
+                if budget is None:
+                    await client.post(url + "/v1/messages", json={"stream": True})
+                else:
+                    with otel_liveness.liveness_policy(wall_timeout=budget):
+                        await client.post(url + "/v1/messages", json={"stream": True})
+            except otel_liveness.WallTimeout as exc:
+                return exc.budget
+        return None
+
+    async def main() -> list[object]:
+        return list(await asyncio.gather(one(0.1), one(None)))
+
+    assert asyncio.run(main()) == [0.1, None]
+
+
+def test_a_raising_hook_changes_nothing(provider) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("ok-hook", [[s.Headers(), *anthropic_reply("fine", think_pings=3)]])
+
+    def bad_hook(event: object) -> None:
+        raise RuntimeError("hook bug")
+
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[bad_hook])
+    with httpx2.Client(transport=transport) as client:
+        response = client.post(url + "/v1/messages", json={"stream": True})
+    assert response.status_code == 200 and b"message_stop" in response.content
+    assert response.extensions["liveness"]["stop_reason"] == "completed"
+
+
+def test_flight_recorder_writes_a_replayable_capture(provider, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("rec", [[s.Headers(), *anthropic_reply("abcd", deltas=4, stall_after=2), s.Stall()]])
+    result = run(("httpx2", None), FAST.replace(capture_dir=str(tmp_path)), url + "/v1/messages")
+    assert isinstance(result.error, otel_liveness.StreamTruncated)
+    (capture,) = list(tmp_path.glob("*.jsonl"))
+    chunks = parse_capture(capture.read_text().splitlines())
+    verdict = analyze(chunks, raw_idle=0.3, notice_every=None)
+    assert verdict["verdict"] == "incomplete" or verdict["verdict"] == "raw_silence"
+    assert verdict["committed"] is True and verdict["frames"]["semantic"] == 3
+
+
+def test_flight_recorder_is_off_by_default(provider, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    url = provider.add("rec2", [[s.Headers(), *anthropic_reply("abcd", deltas=4, stall_after=2), s.Stall()]])
+    run(("httpx2", None), FAST, url + "/v1/messages")
+    assert list(tmp_path.rglob("*.jsonl")) == []
+
+
+def test_no_thread_or_task_leaks(provider, no_thread_leak) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("mixed", [[s.Headers(), *anthropic_reply()[:1], s.Stall()], [s.Headers(), *anthropic_reply()]])
+    for _ in range(3):
+        assert run(("httpx2", None), FAST, url + "/v1/messages").error is None
+
+    async def main() -> int:
+        before = len(asyncio.all_tasks())
+        for _ in range(3):
+            transport = otel_liveness.wrap(httpx2.AsyncHTTPTransport(), FAST)
+            async with httpx2.AsyncClient(transport=transport) as client:
+                async with client.stream("POST", url + "/v1/messages", json={"stream": True}) as response:
+                    async for _chunk in response.aiter_raw():
+                        pass
+        return len(asyncio.all_tasks()) - before
+
+    assert asyncio.run(main()) == 0
+    assert threading.active_count() <= 1 + sum(1 for t in threading.enumerate() if t.name == "simulated-provider")
+
+
+# -- pytest-httpx: request/response-level behaviour of the httpx family (patched below the wrapper)
+
+
+def _client(policy: Policy = FAST) -> httpx.Client:
+    return httpx.Client(transport=otel_liveness.wrap(httpx.HTTPTransport(), policy))
+
+
+def test_httpx_status_retries(httpx_mock) -> None:  # type: ignore[no-untyped-def]
+    httpx_mock.add_response(status_code=503, json={"error": {"type": "api_error"}})
+    httpx_mock.add_response(status_code=200, json={"id": "msg_1"})
+    with _client() as client:
+        response = client.post("https://api.anthropic.com/v1/messages", json={"model": "m"})
+    assert response.json() == {"id": "msg_1"}
+    assert len(httpx_mock.get_requests()) == 2
+    assert [a["outcome"] for a in response.extensions["liveness"]["attempts"]] == ["provider_error", "completed"]
+
+
+def test_httpx_retry_after_seconds_is_honoured(httpx_mock) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    httpx_mock.add_response(status_code=429, headers={"retry-after": "0.2"})
+    httpx_mock.add_response(status_code=200, json={})
+    events: list = []
+    transport = otel_liveness.wrap(httpx.HTTPTransport(), FAST, hooks=[events.append])
+    started = time.monotonic()
+    with httpx.Client(transport=transport) as client:
+        assert client.post("https://api.anthropic.com/v1/messages", json={}).status_code == 200
+    assert time.monotonic() - started >= 0.2
+    (retry,) = [e for e in events if isinstance(e, otel_liveness.RetryScheduled)]
+    assert (retry.delay, retry.source.value) == (0.2, "retry_after")
+
+
+@pytest.mark.parametrize(("header", "status", "requests"), [("true", 400, 3), ("false", 503, 1)])
+def test_httpx_should_retry_header_wins(httpx_mock, header, status, requests) -> None:  # type: ignore[no-untyped-def]
+    httpx_mock.add_response(status_code=status, headers={"x-should-retry": header}, is_reusable=True)
+    with _client() as client:
+        response = client.post("https://api.anthropic.com/v1/messages", json={})
+    assert response.status_code == status and len(httpx_mock.get_requests()) == requests
+    assert response.headers["x-should-retry"] == "false"
+
+
+def test_httpx_connect_errors_are_retried(httpx_mock) -> None:  # type: ignore[no-untyped-def]
+    httpx_mock.add_exception(httpx.ConnectError("refused"))
+    httpx_mock.add_response(status_code=200, json={"ok": True})
+    with _client() as client:
+        response = client.post("https://api.anthropic.com/v1/messages", json={})
+    assert response.json() == {"ok": True} and len(httpx_mock.get_requests()) == 2
+    attempts = response.extensions["liveness"]["attempts"]
+    assert [(a["outcome"], a["retry_reason"]) for a in attempts] == [("connection_error", "connect_error"), ("completed", None)]
+
+
+def test_httpx_sse_body_through_the_mock(httpx_mock) -> None:  # type: ignore[no-untyped-def]
+    body = b"".join(step.data for step in anthropic_reply("mocked") if isinstance(step, s.Raw))
+    httpx_mock.add_response(status_code=200, headers=SSE, content=body)
+    with _client() as client:
+        response = client.post("https://api.anthropic.com/v1/messages", json={"stream": True})
+    assert response.content == body
+    report = response.extensions["liveness"]
+    assert report["stop_reason"] == "completed" and report["stop_detail"] == "end_turn"
+    assert json.dumps(report)  # JSON-serialisable
