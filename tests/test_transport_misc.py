@@ -214,3 +214,11 @@ def test_httpx_sse_body_through_the_mock(httpx_mock) -> None:  # type: ignore[no
     report = response.extensions["liveness"]
     assert report["stop_reason"] == "completed" and report["stop_detail"] == "end_turn"
     assert json.dumps(report)  # JSON-serialisable
+
+
+def test_a_raising_hook_is_logged_and_counted(provider, caplog) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("ok-hook2", [[s.Headers(), *anthropic_reply("fine")]])
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[lambda e: 1 / 0])
+    with caplog.at_level("WARNING", logger="otel_liveness"), httpx2.Client(transport=transport) as client:
+        assert client.post(url + "/v1/messages", json={"stream": True}).status_code == 200
+    assert any("ZeroDivisionError" in r.getMessage() for r in caplog.records)

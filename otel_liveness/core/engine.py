@@ -15,7 +15,6 @@ nothing is held and nothing is enforced: verdicts are only reported.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -39,8 +38,6 @@ from .retry import Decision, Failure, FailureKind, Retry, RetryState, decide
 from .sse import SSEScanner, parse_block
 
 __all__ = ["AttemptSession", "RequestSession", "Terminal"]
-
-log = logging.getLogger("otel_liveness")
 
 Terminal = RawSilenceExpired | SemanticTimeoutExpired | WallBudgetExpired
 Hook = Callable[[Event], None]
@@ -67,8 +64,10 @@ class RequestSession:
         path: str = "",
         model: str | None = None,
         hooks: Iterable[Hook] = (),
+        on_hook_error: Callable[[Hook, Exception], None] | None = None,
     ) -> None:
         self.policy = policy
+        self.on_hook_error = on_hook_error
         self.profile = profile_for(provider)
         self.streaming = streaming
         self.start = now
@@ -92,9 +91,10 @@ class RequestSession:
         for hook in self.hooks:
             try:
                 hook(event)
-            except Exception:  # a hook must never change what the application receives
+            except Exception as exc:  # a hook must never change what the application receives
                 self.hook_errors += 1
-                log.warning("otel-liveness hook %r raised; event dropped", hook, exc_info=True)
+                if self.on_hook_error is not None:
+                    self.on_hook_error(hook, exc)
 
     # -- clocks ---------------------------------------------------------------------------------
 

@@ -259,3 +259,7 @@ def write_capture(policy: Policy, attempt: AttemptSession) -> str | None:
         log.warning("otel-liveness: could not write capture %s", path, exc_info=True)
         return None
     return path
+
+
+def log_hook_error(hook: Any, exc: Exception) -> None:
+    log.warning("otel-liveness: hook %r raised %s; the event was dropped", hook, type(exc).__name__, exc_info=exc)

@@ -103,6 +103,7 @@ class SyncLivenessMixin:
             path=url.path,
             model=C.request_model(request),
             hooks=list(self._hooks) + list(_context_hooks(request)),
+            on_hook_error=C.log_hook_error,
         )
         try:
             return self._run(request, session)
