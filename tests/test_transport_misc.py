@@ -8,7 +8,6 @@ import json
 import pathlib
 import subprocess
 import sys
-import threading
 
 import httpx
 import httpx2
@@ -150,8 +149,7 @@ def test_no_thread_or_task_leaks(provider, no_thread_leak) -> None:  # type: ign
                         pass
         return len(asyncio.all_tasks()) - before
 
-    assert asyncio.run(main()) == 0
-    assert threading.active_count() <= 1 + sum(1 for t in threading.enumerate() if t.name == "simulated-provider")
+    assert asyncio.run(main()) == 0  # no task outlives its stream (threads: the no_thread_leak fixture)
 
 
 # -- pytest-httpx: request/response-level behaviour of the httpx family (patched below the wrapper)

@@ -87,6 +87,7 @@ Verdict = Continue | Notice | RawSilenceExpired | SemanticTimeoutExpired | WallB
 Terminal = RawSilenceExpired | SemanticTimeoutExpired | WallBudgetExpired
 
 _INF = float("inf")
+_H, _S, _E = FrameKind.HEARTBEAT, FrameKind.SEMANTIC, FrameKind.END
 
 
 class AttemptClock:
@@ -203,14 +204,32 @@ class AttemptClock:
         the counting done by C-level list methods instead of a call per frame."""
         if not kinds:
             return
-        heartbeats = kinds.count(FrameKind.HEARTBEAT)
-        if FrameKind.SEMANTIC not in kinds and FrameKind.END not in kinds:
-            self.frames += len(kinds)
-            self.heartbeats += heartbeats
+        heartbeats = kinds.count(_H)
+        self.frames += len(kinds)
+        self.heartbeats += heartbeats
+        end = _E in kinds
+        if not end and _S not in kinds:
             self.heartbeats_since_semantic += heartbeats
             return
-        for kind in kinds:
-            self.frame(now, kind)
+        if heartbeats:  # heartbeats after the last semantic/end frame of this read
+            last = len(kinds) - 1
+            while kinds[last] is not _S and kinds[last] is not _E:
+                last -= 1
+            self.heartbeats_since_semantic = kinds[last:].count(_H)
+        else:
+            self.heartbeats_since_semantic = 0
+        gap = now - self.last_semantic
+        if gap > self.max_semantic_gap:
+            self.max_semantic_gap = gap
+        self.last_semantic = now
+        if self.notice_every is not None:
+            self.next_notice = now + self.notice_every
+        if self.first_semantic is None:
+            self.first_semantic = now - self.started
+        if end:
+            self.phase = Phase.DONE
+        elif self.phase is not Phase.DONE:
+            self.phase = Phase.STREAMING
 
     def released(self) -> None:
         """Content left the transport for the caller: failures from now on are truncations."""
@@ -269,6 +288,14 @@ class AttemptClock:
         """The earliest item due at ``now`` (one per call)."""
         if self.terminal is not None:
             return self.terminal
+        # Fast path, taken on nearly every read: nothing is due yet.
+        if (
+            now < self.next_notice
+            and (self.raw_idle is None or now < self.last_raw + self.raw_idle)
+            and (self.wall_deadline is None or now < self.wall_deadline)
+            and (self.semantic_timeout is None or now < self.last_semantic + self.semantic_timeout)
+        ) or self.phase is Phase.DONE:
+            return CONTINUE
         raw, sem, wall, notice = self._deadlines()
         soonest = min(raw, sem, wall, notice)
         if soonest > now:

@@ -41,10 +41,11 @@ class _Clock:
 
 
 class AsyncBackend(_Clock):
-    """asyncio and trio through anyio: a read is bounded by a cancel scope at the attempt's
-    terminal deadline (precise, and the connection is closed by httpcore when cancelled)."""
+    """asyncio and trio through anyio. The raw clock is the socket's per-read timeout (as in the
+    sync backend); a wall budget or semantic timeout, when configured, bounds each read with a
+    cancel scope at the attempt's terminal deadline (httpcore closes a cancelled connection)."""
 
-    sets_read_timeout = False
+    has_cancel_scopes = True
 
     async def sleep(self, seconds: float) -> None:
         import anyio
@@ -84,9 +85,10 @@ class SyncBackend(_Clock):
     """Blocking I/O: the raw clock is the socket's own per-read timeout, set on the request
     (httpcore applies ``extensions["timeout"]["read"]`` to every read, headers included), so
     nothing polls and no thread is started. A read timeout is ours when the attempt's deadline
-    has passed, otherwise it is the caller's own read timeout."""
+    has passed, otherwise it is the caller's own read timeout. A wall budget is checked at every
+    read and bounds each read's timeout from the start of the attempt."""
 
-    sets_read_timeout = True
+    has_cancel_scopes = False
 
     def sleep(self, seconds: float) -> None:
         if seconds > 0:

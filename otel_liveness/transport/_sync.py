@@ -168,8 +168,9 @@ class SyncLivenessMixin:
         req = self._prepare(request, session, attempt, enforce)
         attempt.sent(backend.now())
         deadline = attempt.deadline() if enforce else None
+        scoped = enforce and deadline is not None and self._scoped(session)
         try:
-            inner = backend.send(self._inner, req, None if deadline is None else deadline - backend.now())
+            inner = backend.send(self._inner, req, deadline - backend.now() if scoped else None)
         except family.module.TimeoutException as exc:
             if isinstance(exc, family.module.ConnectTimeout) or isinstance(exc, family.module.PoolTimeout):
                 return None, Failure(FailureKind.CONNECT_ERROR, attempt.clock.phase)
@@ -215,31 +216,41 @@ class SyncLivenessMixin:
         return self._response(request, session, inner, stream), None
 
     def _prepare(self, request: Any, session: RequestSession, attempt: AttemptSession, enforce: bool) -> Any:
-        """The request as sent for this attempt: per-attempt extensions (read timeout for the
-        sync driver's raw clock). Headers and body are the caller's, untouched."""
+        """The request as sent for this attempt. The raw clock rides on the socket's per-read
+        timeout (httpcore applies ``extensions["timeout"]["read"]`` to every read, headers
+        included): nothing polls, no timer per read. Headers and body are the caller's, untouched."""
         extensions = dict(request.extensions)
-        if self._backend.sets_read_timeout and enforce:
+        if enforce:
             timeouts = dict(extensions.get("timeout") or {})
             bounds = [b for b in (timeouts.get("read"), session.raw_idle, session.wall_remaining(self._backend.now()))
                       if b is not None]
             if bounds:
                 timeouts["read"] = max(min(bounds), 0.001)
             extensions["timeout"] = timeouts
-        req = self._family.module.Request(
+        return self._family.module.Request(
             request.method, request.url, headers=request.headers, stream=request.stream, extensions=extensions
         )
-        return req
+
+    def _scoped(self, session: RequestSession) -> bool:
+        """Deadlines the socket timeout cannot express (a wall budget, a semantic timeout) are
+        enforced by a cancel scope around each read where the backend has one (async)."""
+        return self._backend.has_cancel_scopes and (
+            session.wall_deadline is not None or session.policy.semantic_timeout is not None
+        )
 
     def _ours(self, attempt: AttemptSession, deadline: float | None) -> bool:
         return deadline is not None and self._backend.now() >= deadline - _TOLERANCE
 
     def _read(self, iterator: Iterator[bytes], attempt: AttemptSession, enforce: bool) -> Any:
         backend = self._backend
-        deadline = attempt.deadline() if enforce else None
+        timeout = None
+        if enforce and self._scoped(attempt.session):
+            deadline = attempt.deadline()
+            timeout = None if deadline is None else deadline - backend.now()
         try:
-            return backend.read(iterator, None if deadline is None else deadline - backend.now(), self._family)
+            return backend.read(iterator, timeout, self._family)
         except self._family.module.TimeoutException:
-            if self._ours(attempt, deadline):
+            if enforce and self._ours(attempt, attempt.deadline()):
                 return TIMEOUT
             raise
 

@@ -1,0 +1,148 @@
+"""End-to-end overhead of the liveness transport on a loopback stream, and its memory bound.
+
+Overhead: the same client with and without ``wrap(...)`` reading a 20,000-event Anthropic stream
+from the simulated provider (in a separate process, so the server does not share our GIL),
+alternating order each round; reported as the median of the paired ratios (wrapped / plain), for
+the raw-bytes path (httpx2 ``iter_raw``) and the anthropic SDK path (``messages.create(stream=True)``
+iterated to the end). Target: <= 1.03 on the SDK path.
+
+Memory: a 100 MB stream (and a 25 MB one) read through the transport; peak traced allocations
+must not grow with the stream length (they are bounded by ``max_prefix_bytes`` + the frame bound).
+
+    python -m benchmarks.bench_transport [--events 20000] [--rounds 7] [--memory-mb 100] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from typing import Any
+
+import anthropic
+import httpx2
+
+import otel_liveness
+
+SERVER = r"""
+import sys, time
+from otel_liveness.testing import SimulatedProvider, steps as s, sse_event
+from otel_liveness.testing.scripts import anthropic_reply
+events, batch, mem_mb = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+reply = anthropic_reply("t" * (events - 6), deltas=events - 6)
+raws = [x.data for x in reply if isinstance(x, s.Raw)]
+batched = [s.Raw(b"".join(raws[i:i + batch])) for i in range(0, len(raws), batch)]
+delta = sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                  "delta": {"type": "text_delta", "text": "m" * 4000}})
+big = [raws[0], raws[1]] + [delta] * (mem_mb * 1024 * 1024 // len(delta)) + raws[-3:]
+bigb = [s.Raw(b"".join(big[i:i + 16])) for i in range(0, len(big), 16)]
+small = [raws[0], raws[1]] + [delta] * (mem_mb * 1024 * 1024 // 4 // len(delta)) + raws[-3:]
+smallb = [s.Raw(b"".join(small[i:i + 16])) for i in range(0, len(small), 16)]
+with SimulatedProvider({}) as p:
+    p.add("bench", [[s.Headers(), *batched]])
+    p.add("big", [[s.Headers(), *bigb]])
+    p.add("quarter", [[s.Headers(), *smallb]])
+    print(p.port, flush=True)
+    sys.stdin.read()
+"""
+
+
+def start_server(events: int, batch: int, mem_mb: int) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(events), str(batch), str(mem_mb)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    port = int(proc.stdout.readline())
+    return proc, f"http://127.0.0.1:{port}"
+
+
+BODY = {"model": "claude-sim-1", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+
+
+def raw_path(client: httpx2.Client, url: str) -> int:
+    n = 0
+    with client.stream("POST", url + "/s/bench/v1/messages", json=BODY) as response:
+        for chunk in response.iter_raw():
+            n += len(chunk)
+    return n
+
+
+def sdk_path(client: anthropic.Anthropic) -> int:
+    return sum(1 for _ in client.messages.create(model="claude-sim-1", max_tokens=10, stream=True,
+                                                  messages=[{"role": "user", "content": "x"}]))
+
+
+def paired(fn_plain: Any, fn_wrapped: Any, rounds: int) -> dict[str, float]:
+    fn_plain(), fn_wrapped()  # warm up connections and caches
+    ratios, plain, wrapped = [], [], []
+    for i in range(rounds):
+        order = [(fn_plain, plain), (fn_wrapped, wrapped)]
+        if i % 2:
+            order.reverse()
+        for fn, sink in order:
+            t0 = time.perf_counter()
+            fn()
+            sink.append(time.perf_counter() - t0)
+        ratios.append(wrapped[-1] / plain[-1])
+    return {"plain_s": statistics.median(plain), "wrapped_s": statistics.median(wrapped),
+            "ratio_median": statistics.median(ratios)}
+
+
+def memory(url: str, scenario: str) -> dict[str, float]:
+    transport = otel_liveness.wrap(httpx2.HTTPTransport())
+    with httpx2.Client(transport=transport, timeout=60) as client:
+        tracemalloc.start()
+        n = 0
+        with client.stream("POST", url + f"/s/{scenario}/v1/messages", json=BODY) as response:
+            for chunk in response.iter_raw():
+                n += len(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return {"stream_mb": n / 2**20, "peak_traced_mb": peak / 2**20}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=1, help="events per server write")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--memory-mb", type=int, default=100)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    proc, url = start_server(args.events, args.batch, args.memory_mb)
+    try:
+        policy = otel_liveness.Policy()
+        plain_http = httpx2.Client(timeout=60)
+        wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)
+        raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), args.rounds)
+        sdk_plain = anthropic.Anthropic(base_url=url + "/s/bench", api_key="k", max_retries=0,
+                                        http_client=httpx2.Client(timeout=60))
+        sdk_wrapped = anthropic.Anthropic(base_url=url + "/s/bench", api_key="k", max_retries=0,
+                                          http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
+                                                                    timeout=60))
+        sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), max(3, args.rounds // 2))
+        mem_full = memory(url, "big")
+        mem_quarter = memory(url, "quarter")
+    finally:
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.wait(10)
+    result = {"events": args.events, "batch": args.batch, "raw_bytes_path": raw, "sdk_path": sdk,
+              "memory": [mem_quarter, mem_full], "target_sdk_ratio": 1.03}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"{args.events} events, {args.batch} per write")
+        print(f"raw bytes path: plain {raw['plain_s']*1e3:.1f} ms, wrapped {raw['wrapped_s']*1e3:.1f} ms, "
+              f"median paired ratio {raw['ratio_median']:.3f}")
+        print(f"anthropic SDK path: plain {sdk['plain_s']*1e3:.1f} ms, wrapped {sdk['wrapped_s']*1e3:.1f} ms, "
+              f"median paired ratio {sdk['ratio_median']:.3f} (target <= 1.03)")
+        for m in (mem_quarter, mem_full):
+            print(f"memory: {m['stream_mb']:.0f} MB stream -> peak traced {m['peak_traced_mb']:.1f} MB")
+    return 0 if sdk["ratio_median"] <= 1.03 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
