@@ -220,3 +220,29 @@ def test_a_raising_hook_is_logged_and_counted(provider, caplog) -> None:  # type
     with caplog.at_level("WARNING", logger="otel_liveness"), httpx2.Client(transport=transport) as client:
         assert client.post(url + "/v1/messages", json={"stream": True}).status_code == 200
     assert any("ZeroDivisionError" in r.getMessage() for r in caplog.records)
+
+
+def test_task_cancellation_ends_the_attempt_and_releases_the_connection(provider, anyio_backend) -> None:  # type: ignore[no-untyped-def]
+    import anyio
+
+    url = provider.add("cancel", [[s.Headers(), *anthropic_reply("z" * 100, deltas=100, delta_every=1.0)]])
+    events: list = []
+
+    async def main() -> None:
+        transport = otel_liveness.wrap(httpx2.AsyncHTTPTransport(), FAST, hooks=[events.append])
+        async with httpx2.AsyncClient(transport=transport) as client:
+            with anyio.move_on_after(0.15):
+                async with client.stream("POST", url + "/v1/messages", json={"stream": True}) as response:
+                    async for _ in response.aiter_raw():
+                        pass
+
+    anyio.run(main, backend=anyio_backend)
+    ended = [e for e in events if isinstance(e, otel_liveness.AttemptEnded)]
+    assert [e.record.outcome.value for e in ended] == ["cancelled"]
+    assert [e.stop_reason.value for e in events if isinstance(e, otel_liveness.RequestEnded)] == ["cancelled"]
+    import time
+
+    deadline = time.monotonic() + 2
+    while provider.open_connections() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert provider.open_connections() == 0
