@@ -65,6 +65,7 @@ class RequestSession:
         model: str | None = None,
         hooks: Iterable[Hook] = (),
         on_hook_error: Callable[[Hook, Exception], None] | None = None,
+        carrier: Mapping[str, str] | None = None,
     ) -> None:
         self.policy = policy
         self.on_hook_error = on_hook_error
@@ -83,7 +84,7 @@ class RequestSession:
         self.hooks = tuple(hooks)
         self.hook_errors = 0
         self.ended = False
-        self.emit(RequestStarted(self.report, method, host, port, path, model))
+        self.emit(RequestStarted(self.report, method, host, port, path, model, dict(carrier or {})))
 
     # -- hooks ----------------------------------------------------------------------------------
 
@@ -117,7 +118,7 @@ class RequestSession:
     def attempt(self, now: float) -> AttemptSession:
         attempt = AttemptSession(self, len(self.report.attempts), now)
         self.report.attempts.append(attempt.record)
-        self.emit(AttemptStarted(self.report, attempt.index, self.since(now)))
+        self.emit(AttemptStarted(self.report, attempt.index, self.since(now), attempt.inject))
         return attempt
 
     def failed(self, attempt: AttemptSession, failure: Failure, now: float, *, wall_now: float, jitter: float) -> Decision:
@@ -186,6 +187,7 @@ class AttemptSession:
         self.released = 0
         self.ended = False
         self.capture: list[tuple[float, bytes]] | None = [] if policy.capture_dir else None
+        self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -312,6 +314,8 @@ class AttemptSession:
         record.frames = clock.frames
         record.bytes_received = clock.bytes
         record.response_id = self.facts.response_id
+        record.usage = dict(self.facts.usage)
+        record.stop_detail = self.facts.stop_reason
         session = self.session
         if self.facts.model and not session.report.model:
             session.report.model = self.facts.model

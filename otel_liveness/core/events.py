@@ -8,6 +8,7 @@ allowed to change what the application receives. None of these carry prompt or c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason, StopReason
@@ -37,6 +38,7 @@ class RequestStarted:
     port: int | None
     path: str
     model: str | None
+    carrier: Mapping[str, str]  # the request's W3C trace-context headers (traceparent, tracestate), nothing else
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,7 @@ class AttemptStarted:
     report: RequestReport
     attempt: int  # 0-based: http.request.resend_count
     at: float  # seconds since the request started
+    inject: dict[str, str]  # headers a hook wants on this attempt's request (trace context propagation)
 
 
 @dataclass(frozen=True, slots=True)

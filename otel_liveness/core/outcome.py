@@ -122,6 +122,8 @@ class AttemptRecord:
     notices: int = 0
     frames: int = 0
     bytes_received: int = 0
+    usage: dict[str, int] = field(default_factory=dict)  # token counts the provider reported
+    stop_detail: str | None = None  # the provider's stop/finish reason
     retry_delay: float | None = None  # the wait scheduled after this attempt, if it was retried
     retry_reason: RetryReason | None = None
     delay_source: DelaySource | None = None

@@ -41,7 +41,13 @@ def transport_class(fam: Family, is_async: bool) -> type:
     )
 
 
-def wrap(inner_transport: Any, policy: Policy | None = None, *, hooks: Iterable[Callable[[Any], None]] = ()) -> Any:
+def wrap(
+    inner_transport: Any,
+    policy: Policy | None = None,
+    *,
+    hooks: Iterable[Callable[[Any], None]] = (),
+    hosts: Iterable[str] | None = None,
+) -> Any:
     """Put the liveness policy under a client: returns a transport of the same family (httpx or
     httpx2) and kind (sync or async) as ``inner_transport``::
 
@@ -50,9 +56,12 @@ def wrap(inner_transport: Any, policy: Policy | None = None, *, hooks: Iterable[
             http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport())),
             max_retries=0,  # the transport retries below the SDK
         )
+
+    ``hooks`` receive every event (:mod:`otel_liveness.core.events`); ``hosts`` limits the policy
+    to requests for those hosts (others pass through untouched).
     """
     fam, is_async = family_of(inner_transport)
-    return transport_class(fam, is_async)(inner_transport, policy, hooks=hooks)
+    return transport_class(fam, is_async)(inner_transport, policy, hooks=hooks, hosts=hosts)
 
 
 def family_classes(name: str) -> tuple[type, type]:

@@ -41,6 +41,7 @@ class AsyncLivenessMixin:
         policy: Policy | None = None,
         *,
         hooks: Iterable[Callable[[Any], None]] = (),
+        hosts: Iterable[str] | None = None,
         **transport_kwargs: Any,
     ) -> None:
         if inner is None:
@@ -51,6 +52,7 @@ class AsyncLivenessMixin:
         self._policy = policy or Policy()
         self._hooks = list(hooks)
         self._exhausted = C.ExhaustedCache()
+        self._hosts = None if hosts is None else frozenset(h.lower() for h in hosts)
 
     @property
     def policy(self) -> Policy:
@@ -80,6 +82,8 @@ class AsyncLivenessMixin:
     # -- the request ------------------------------------------------------------------------------
 
     async def handle_async_request(self, request: Any) -> Any:
+        if self._hosts is not None and request.url.host not in self._hosts:
+            return await self._inner.handle_async_request(request)  # not a provider: untouched
         policy = C.current_overrides(self._policy)
         key = None
         if C.is_sdk_retry(request.headers):
@@ -104,6 +108,7 @@ class AsyncLivenessMixin:
             model=C.request_model(request),
             hooks=list(self._hooks) + list(_context_hooks(request)),
             on_hook_error=C.log_hook_error,
+            carrier={k: request.headers[k] for k in C.TRACE_HEADERS if k in request.headers},
         )
         try:
             return await self._run(request, session)
@@ -170,7 +175,8 @@ class AsyncLivenessMixin:
         deadline = attempt.deadline() if enforce else None
         scoped = enforce and deadline is not None and self._scoped(session)
         try:
-            inner = await backend.send(self._inner, req, deadline - backend.now() if scoped else None)
+            with C.send_context(self._hooks):
+                inner = await backend.send(self._inner, req, deadline - backend.now() if scoped else None)
         except family.module.TimeoutException as exc:
             if isinstance(exc, family.module.ConnectTimeout) or isinstance(exc, family.module.PoolTimeout):
                 return None, Failure(FailureKind.CONNECT_ERROR, attempt.clock.phase)
@@ -227,8 +233,12 @@ class AsyncLivenessMixin:
             if bounds:
                 timeouts["read"] = max(min(bounds), 0.001)
             extensions["timeout"] = timeouts
+        headers = request.headers
+        if attempt.inject:
+            headers = headers.copy()
+            headers.update(attempt.inject)
         return self._family.module.Request(
-            request.method, request.url, headers=request.headers, stream=request.stream, extensions=extensions
+            request.method, request.url, headers=headers, stream=request.stream, extensions=extensions
         )
 
     def _scoped(self, session: RequestSession) -> bool:

@@ -261,5 +261,18 @@ def write_capture(policy: Policy, attempt: AttemptSession) -> str | None:
     return path
 
 
+TRACE_HEADERS = ("traceparent", "tracestate")
+
+
+def send_context(hooks: list[Any]) -> Any:
+    """The context manager a hook asks to wrap the inner send in (the telemetry hook suppresses
+    the HTTP client instrumentation there, so no second, wrong HTTP span appears)."""
+    for hook in hooks:
+        factory = getattr(hook, "send_context", None)
+        if factory is not None:
+            return factory()
+    return contextlib.nullcontext()
+
+
 def log_hook_error(hook: Any, exc: Exception) -> None:
     log.warning("otel-liveness: hook %r raised %s; the event was dropped", hook, type(exc).__name__, exc_info=exc)

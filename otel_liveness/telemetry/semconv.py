@@ -1,0 +1,130 @@
+"""Every telemetry name otel-liveness emits, in one place: the contract that the collector
+pipeline, the Prometheus rules and the dashboards query. Reused OpenTelemetry conventions
+(GenAI, HTTP, error) first; everything else under the ``liveness.*`` namespace, with closed,
+low-cardinality value sets (the ``StrEnum``s of :mod:`otel_liveness.core.outcome`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- instrumentation scope ---------------------------------------------------------------------------
+SCOPE: Final = "otel_liveness"
+
+# -- reused conventions (attributes) ---------------------------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+HTTP_REQUEST_METHOD: Final = "http.request.method"
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+HTTP_REQUEST_RESEND_COUNT: Final = "http.request.resend_count"
+ERROR_TYPE: Final = "error.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+
+# -- project attributes ------------------------------------------------------------------------------
+ATTEMPT_OUTCOME: Final = "liveness.attempt.outcome"  # AttemptOutcome
+ATTEMPT_PHASE: Final = "liveness.attempt.phase"  # Phase reached
+ATTEMPT_RAW_IDLE: Final = "liveness.attempt.raw_idle"  # s, at the end
+ATTEMPT_SEMANTIC_IDLE: Final = "liveness.attempt.semantic_idle"  # s, at the end
+ATTEMPT_MAX_SEMANTIC_GAP: Final = "liveness.attempt.max_semantic_gap"  # s
+ATTEMPT_MAX_RAW_GAP: Final = "liveness.attempt.max_raw_gap"  # s
+ATTEMPT_HEARTBEATS: Final = "liveness.attempt.heartbeats"  # exact count
+ATTEMPT_NOTICES: Final = "liveness.attempt.notices"  # exact count
+ATTEMPT_BYTES: Final = "liveness.attempt.bytes"
+ATTEMPT_COMMITTED: Final = "liveness.attempt.committed"  # content was released
+PROVIDER_REQUEST_ID: Final = "liveness.provider.request_id"  # request-id header
+STOP_REASON: Final = "liveness.stop_reason"  # StopReason (request span and requests metric)
+RETRY_REASON: Final = "liveness.retry.reason"  # RetryReason
+RETRY_DELAY: Final = "liveness.retry.delay"  # s
+RETRY_DELAY_SOURCE: Final = "liveness.retry.delay_source"  # DelaySource
+RETRY_TIER: Final = "liveness.retry.tier"  # "transient" | "rate_limit"
+EVENT_KIND: Final = "liveness.event.kind"  # on every span event; the collector counts by it
+NOTICE_NUMBER: Final = "liveness.notice.number"
+SEMANTIC_IDLE: Final = "liveness.semantic_idle"  # s, on notice events
+RAW_IDLE: Final = "liveness.raw_idle"  # s, on notice events
+HEARTBEATS_SINCE_SEMANTIC: Final = "liveness.heartbeats_since_semantic"
+HEARTBEAT_COUNT: Final = "liveness.heartbeat.count"
+HEARTBEATS_DROPPED: Final = "liveness.events.heartbeats_coalesced"  # heartbeat events not recorded
+NOTICES_DROPPED: Final = "liveness.events.notices_coalesced"
+COMMITTED: Final = "liveness.committed"
+ENFORCED: Final = "liveness.enforced"  # false in shadow mode
+WALL_BUDGET: Final = "liveness.wall_budget"  # s, the configured budget
+SHADOW: Final = "liveness.shadow"
+MODE: Final = "liveness.mode"  # "enforce" | "shadow"
+
+# -- span event names and their liveness.event.kind values (closed set) ------------------------------
+EVENT_HEARTBEAT: Final = "liveness.heartbeat"
+EVENT_NOTICE: Final = "liveness.semantic_notice"
+EVENT_RETRY: Final = "liveness.retry_scheduled"
+EVENT_RAW_SILENCE: Final = "liveness.raw_silence"
+EVENT_SEMANTIC_TIMEOUT: Final = "liveness.semantic_timeout"
+EVENT_ERROR: Final = "liveness.provider_error"
+EVENT_TRUNCATION: Final = "liveness.truncation"
+EVENT_WALL_BUDGET: Final = "liveness.wall_budget"
+EVENT_CANCELLED: Final = "liveness.cancelled"
+EVENT_KINDS: Final = {
+    EVENT_HEARTBEAT: "heartbeat",
+    EVENT_NOTICE: "semantic_notice",
+    EVENT_RETRY: "retry_scheduled",
+    EVENT_RAW_SILENCE: "raw_silence",
+    EVENT_SEMANTIC_TIMEOUT: "semantic_timeout",
+    EVENT_ERROR: "provider_error",
+    EVENT_TRUNCATION: "truncation",
+    EVENT_WALL_BUDGET: "wall_budget",
+    EVENT_CANCELLED: "cancelled",
+}
+
+#: The SDK keeps 128 events per span and evicts the oldest. Heartbeat events are capped well below
+#: that and notices get their own cap, so terminal events (retry, silence, truncation...) always fit.
+MAX_HEARTBEAT_EVENTS: Final = 16
+MAX_NOTICE_EVENTS: Final = 100
+
+# -- metrics (name, unit, description) ---------------------------------------------------------------
+M_ATTEMPTS: Final = ("liveness.attempts", "{attempt}", "Provider attempts by outcome")
+M_REQUESTS: Final = ("liveness.requests", "{request}", "Logical requests by stop reason")
+M_HEARTBEATS: Final = ("liveness.heartbeats", "{heartbeat}", "Keep-alive frames (pings, SSE comments) received")
+M_NOTICES: Final = ("liveness.semantic_notices", "{notice}", "Semantic-silence notices emitted")
+M_RETRIES: Final = ("liveness.retries", "{retry}", "Retries scheduled inside the transport, by reason")
+M_TRUNCATIONS: Final = ("liveness.truncations", "{truncation}", "Replies truncated after content was released")
+M_WALL_STOPS: Final = ("liveness.wall_budget_stops", "{stop}", "Requests stopped by their wall-clock budget")
+M_ATTEMPT_DURATION: Final = ("liveness.attempt.duration", "s", "Duration of one provider attempt")
+M_TTFB: Final = ("liveness.attempt.time_to_first_byte", "s", "Time from sending an attempt to its response headers")
+M_MAX_SEMANTIC_GAP: Final = ("liveness.attempt.max_semantic_gap", "s", "Longest semantic silence within an attempt")
+M_RETRY_DELAY: Final = ("liveness.retry.delay", "s", "Delay before a retry")
+M_TTFC: Final = ("gen_ai.client.operation.time_to_first_chunk", "s", "Time to the first semantic frame of an attempt")
+M_OPERATION_DURATION: Final = ("gen_ai.client.operation.duration", "s", "Duration of a GenAI operation (all attempts)")
+M_TOKEN_USAGE: Final = ("gen_ai.client.token.usage", "{token}", "Tokens used")
+
+#: Bucket advice. The GenAI conventions' duration buckets, extended to half an hour: long-thinking
+#: models are silent for many minutes, and a fixed watchdog shows as a band at its threshold.
+DURATION_BUCKETS: Final = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96,
+                           81.92, 163.84, 327.68, 655.36, 1310.72, 1800.0)
+TOKEN_BUCKETS: Final = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+
+#: Attributes on metric points (low cardinality only: never ids, never content).
+METRIC_ATTRIBUTES: Final = (GEN_AI_PROVIDER_NAME, GEN_AI_REQUEST_MODEL, ATTEMPT_OUTCOME, ERROR_TYPE)
+
+#: Prometheus names as the collector's prometheus exporter writes them (what rules and dashboards
+#: query): dots become underscores, counters get ``_total``, second-unit histograms ``_seconds``.
+PROMETHEUS: Final = {
+    "attempts": "liveness_attempts_total",
+    "requests": "liveness_requests_total",
+    "heartbeats": "liveness_heartbeats_total",
+    "notices": "liveness_semantic_notices_total",
+    "retries": "liveness_retries_total",
+    "truncations": "liveness_truncations_total",
+    "wall_stops": "liveness_wall_budget_stops_total",
+    "attempt_duration": "liveness_attempt_duration_seconds",
+    "ttfb": "liveness_attempt_time_to_first_byte_seconds",
+    "max_semantic_gap": "liveness_attempt_max_semantic_gap_seconds",
+    "retry_delay": "liveness_retry_delay_seconds",
+    "ttfc": "gen_ai_client_operation_time_to_first_chunk_seconds",
+    "operation_duration": "gen_ai_client_operation_duration_seconds",
+}
