@@ -156,7 +156,7 @@ class Policy:
         return replace(base, **changes) if changes else base
 
 
-_ENV_IGNORED = {"enabled", "instrument_mode"}  # read by the instrumentor, not the policy
+_ENV_IGNORED = {"enabled", "mode", "hosts"}  # read by the instrumentor, not the policy
 
 
 def _parse_env(key: str, name: str, raw: str) -> Any:

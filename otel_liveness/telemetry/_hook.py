@@ -1,0 +1,347 @@
+"""The OpenTelemetry hook: turns the transport's events into spans, span events, metrics and
+structured log records. The only module (with the instrumentor) that imports OpenTelemetry, and
+only its API. Instruments are created once; nothing here runs per frame -- heartbeats arrive as
+one event per read, already counted."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, propagate, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from .. import __version__
+from ..core.events import (
+    AttemptEnded,
+    AttemptStarted,
+    Heartbeats,
+    RequestEnded,
+    RequestStarted,
+    RetryScheduled,
+    SemanticNotice,
+    Verdict,
+)
+from ..core.outcome import AttemptOutcome, StopReason
+from . import semconv as S
+
+__all__ = ["TelemetryHook"]
+
+events_log = logging.getLogger("otel_liveness.events")
+
+_OPERATION = {"anthropic": "chat", "openai-chat": "chat", "openai-responses": "chat", "sse": "chat"}
+_VERDICT_EVENT = {
+    AttemptOutcome.RAW_SILENCE: S.EVENT_RAW_SILENCE,
+    AttemptOutcome.SEMANTIC_TIMEOUT: S.EVENT_SEMANTIC_TIMEOUT,
+    AttemptOutcome.PROVIDER_ERROR: S.EVENT_ERROR,
+    AttemptOutcome.WALL_BUDGET: S.EVENT_WALL_BUDGET,
+    AttemptOutcome.TRUNCATED: S.EVENT_TRUNCATION,
+}
+_FAILED = {AttemptOutcome.COMPLETED}
+_INPUT = ("input_tokens", "prompt_tokens")
+_OUTPUT = ("output_tokens", "completion_tokens")
+
+try:  # present whenever opentelemetry-instrumentation is installed
+    from opentelemetry.instrumentation.utils import suppress_http_instrumentation as _suppress
+except ImportError:  # pragma: no cover - fall back to the context key the HTTP instrumentations read
+
+    @contextlib.contextmanager
+    def _suppress() -> Iterator[None]:
+        token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY, True))
+        try:
+            yield
+        finally:
+            otel_context.detach(token)
+
+
+class _RequestState:
+    __slots__ = ("parent", "request_span", "attempt_span", "base", "metric_base", "heartbeat_events",
+                 "heartbeats_coalesced", "notice_events", "notices_coalesced", "mode")
+
+    def __init__(self) -> None:
+        self.parent: Any = None
+        self.request_span: Any = None
+        self.attempt_span: Any = None
+        self.base: dict[str, Any] = {}
+        self.metric_base: dict[str, Any] = {}
+        self.heartbeat_events = 0
+        self.heartbeats_coalesced = 0
+        self.notice_events = 0
+        self.notices_coalesced = 0
+        self.mode = "enforce"
+
+
+class TelemetryHook:
+    """Pass to ``wrap(..., hooks=[TelemetryHook()])`` (the instrumentor does it for you).
+
+    ``tracer_provider`` / ``meter_provider`` default to the globals. ``logs=False`` silences the
+    structured log records (notices INFO, retries WARNING, truncations and give-ups ERROR).
+    """
+
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *, logs: bool = True) -> None:
+        self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider)
+        meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider)
+        self._logs = logs
+
+        def counter(spec: tuple[str, str, str]) -> Any:
+            return meter.create_counter(spec[0], unit=spec[1], description=spec[2])
+
+        def histogram(spec: tuple[str, str, str], buckets: tuple[float, ...] = S.DURATION_BUCKETS) -> Any:
+            return meter.create_histogram(spec[0], unit=spec[1], description=spec[2],
+                                          explicit_bucket_boundaries_advisory=list(buckets))
+
+        self._attempts = counter(S.M_ATTEMPTS)
+        self._requests = counter(S.M_REQUESTS)
+        self._heartbeats = counter(S.M_HEARTBEATS)
+        self._notices = counter(S.M_NOTICES)
+        self._retries = counter(S.M_RETRIES)
+        self._truncations = counter(S.M_TRUNCATIONS)
+        self._wall_stops = counter(S.M_WALL_STOPS)
+        self._attempt_duration = histogram(S.M_ATTEMPT_DURATION)
+        self._ttfb = histogram(S.M_TTFB)
+        self._ttfc = histogram(S.M_TTFC)
+        self._max_gap = histogram(S.M_MAX_SEMANTIC_GAP)
+        self._retry_delay = histogram(S.M_RETRY_DELAY)
+        self._operation = histogram(S.M_OPERATION_DURATION)
+        self._tokens = histogram(S.M_TOKEN_USAGE, S.TOKEN_BUCKETS)
+        self._dispatch = {
+            RequestStarted: self._request_started,
+            AttemptStarted: self._attempt_started,
+            Heartbeats: self._heartbeats_seen,
+            SemanticNotice: self._notice,
+            Verdict: self._verdict,
+            RetryScheduled: self._retry,
+            AttemptEnded: self._attempt_ended,
+            RequestEnded: self._request_ended,
+        }
+
+    def __call__(self, event: Any) -> None:
+        handler = self._dispatch.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    @staticmethod
+    def send_context() -> Any:
+        """Suppress the HTTP client instrumentations around the inner send: their span would end
+        at the headers, before the SSE body, and duplicate the attempt span."""
+        return _suppress()
+
+    # -- per-request state lives on the report object, so nothing leaks if a request is abandoned --
+
+    @staticmethod
+    def _state(report: Any) -> _RequestState:
+        state = report.__dict__.get("_otel_state")
+        if state is None:
+            state = report.__dict__["_otel_state"] = _RequestState()
+        return state
+
+    # -- handlers ---------------------------------------------------------------------------------
+
+    def _request_started(self, event: RequestStarted) -> None:
+        report = event.report
+        state = self._state(report)
+        state.mode = "shadow" if report.shadow else "enforce"
+        operation = _OPERATION.get(report.provider, "chat")
+        model = event.model or ""
+        state.base = {
+            S.GEN_AI_OPERATION_NAME: operation,
+            S.GEN_AI_PROVIDER_NAME: report.provider,
+            S.HTTP_REQUEST_METHOD: event.method,
+            S.SERVER_ADDRESS: event.host,
+        }
+        if event.port is not None:
+            state.base[S.SERVER_PORT] = event.port
+        if model:
+            state.base[S.GEN_AI_REQUEST_MODEL] = model
+        state.metric_base = {S.GEN_AI_PROVIDER_NAME: report.provider, S.GEN_AI_REQUEST_MODEL: model or "unknown"}
+        if "traceparent" in event.carrier:
+            # The SDK's call span (anthropic 2.x) travels in the request's trace headers: attempts
+            # nest under it and no request span of ours duplicates it.
+            state.parent = propagate.extract(event.carrier)
+        else:
+            state.request_span = self._tracer.start_span(
+                f"{operation} {model}".strip(), kind=SpanKind.CLIENT,
+                attributes={**state.base, S.MODE: state.mode},
+            )
+            state.parent = trace.set_span_in_context(state.request_span)
+
+    def _attempt_started(self, event: AttemptStarted) -> None:
+        state = self._state(event.report)
+        state.heartbeat_events = state.heartbeats_coalesced = state.notice_events = state.notices_coalesced = 0
+        span = self._tracer.start_span(
+            f"{state.base.get(S.HTTP_REQUEST_METHOD, 'POST')} {event.report.provider}",
+            context=state.parent,
+            kind=SpanKind.CLIENT,
+            attributes={**state.base, S.HTTP_REQUEST_RESEND_COUNT: event.attempt, S.MODE: state.mode},
+        )
+        state.attempt_span = span
+        propagate.inject(event.inject, context=trace.set_span_in_context(span))
+
+    def _heartbeats_seen(self, event: Heartbeats) -> None:
+        state = self._state(event.report)
+        self._heartbeats.add(event.count, state.metric_base)
+        span = state.attempt_span
+        if span is None:
+            return
+        if state.heartbeat_events < S.MAX_HEARTBEAT_EVENTS:
+            state.heartbeat_events += 1
+            span.add_event(S.EVENT_HEARTBEAT, {S.EVENT_KIND: "heartbeat", S.HEARTBEAT_COUNT: event.count,
+                                               S.ATTEMPT_HEARTBEATS: event.total})
+        else:
+            state.heartbeats_coalesced += event.count
+
+    def _notice(self, event: SemanticNotice) -> None:
+        state = self._state(event.report)
+        self._notices.add(1, state.metric_base)
+        attrs = {
+            S.EVENT_KIND: "semantic_notice",
+            S.NOTICE_NUMBER: event.number,
+            S.SEMANTIC_IDLE: round(event.semantic_idle, 3),
+            S.RAW_IDLE: round(event.raw_idle, 3),
+            S.HEARTBEATS_SINCE_SEMANTIC: event.heartbeats_since_semantic,
+            S.ATTEMPT_PHASE: event.phase.value,
+        }
+        span = state.attempt_span
+        if span is not None:
+            if state.notice_events < S.MAX_NOTICE_EVENTS:
+                state.notice_events += 1
+                span.add_event(S.EVENT_NOTICE, attrs)
+            else:
+                state.notices_coalesced += 1
+        if self._logs:
+            events_log.info(
+                "model semantically silent for %.1fs (raw idle %.1fs, %d heartbeats since content)",
+                event.semantic_idle, event.raw_idle, event.heartbeats_since_semantic,
+                extra={**attrs, **state.metric_base, "liveness.attempt": event.attempt},
+            )
+
+    def _verdict(self, event: Verdict) -> None:
+        state = self._state(event.report)
+        span = state.attempt_span
+        name = _VERDICT_EVENT.get(event.kind)
+        if span is not None and name is not None:
+            span.add_event(name, {S.EVENT_KIND: S.EVENT_KINDS[name], S.ATTEMPT_PHASE: event.phase.value,
+                                  S.COMMITTED: event.committed, S.ENFORCED: event.enforced})
+
+    def _retry(self, event: RetryScheduled) -> None:
+        state = self._state(event.report)
+        attrs = {**state.metric_base, S.RETRY_REASON: event.reason.value}
+        self._retries.add(1, attrs)
+        self._retry_delay.record(event.delay, attrs)
+        event_attrs = {
+            S.EVENT_KIND: "retry_scheduled",
+            S.RETRY_DELAY: round(event.delay, 3),
+            S.RETRY_REASON: event.reason.value,
+            S.RETRY_DELAY_SOURCE: event.source.value,
+            S.RETRY_TIER: "rate_limit" if event.rate_limited else "transient",
+        }
+        if state.attempt_span is not None:
+            state.attempt_span.add_event(S.EVENT_RETRY, event_attrs)
+        if self._logs:
+            events_log.warning("provider attempt %d failed (%s); retrying in %.2fs", event.attempt + 1,
+                               event.reason.value, event.delay, extra={**event_attrs, **state.metric_base})
+
+    def _attempt_ended(self, event: AttemptEnded) -> None:
+        state = self._state(event.report)
+        record = event.record
+        outcome = record.outcome or AttemptOutcome.CANCELLED
+        error_type = record.error_type if outcome not in _FAILED else None
+        metric_attrs = {**state.metric_base, S.ATTEMPT_OUTCOME: outcome.value}
+        if error_type:
+            metric_attrs[S.ERROR_TYPE] = error_type
+        self._attempts.add(1, metric_attrs)
+        if record.duration is not None:
+            self._attempt_duration.record(record.duration, metric_attrs)
+        if record.time_to_first_byte is not None:
+            self._ttfb.record(record.time_to_first_byte, state.metric_base)
+        if record.time_to_first_semantic is not None:
+            self._ttfc.record(record.time_to_first_semantic, state.metric_base)
+        self._max_gap.record(record.max_semantic_gap, state.metric_base)
+        if outcome is AttemptOutcome.TRUNCATED:
+            self._truncations.add(1, state.metric_base)
+        input_tokens = next((record.usage[k] for k in _INPUT if k in record.usage), None)
+        output_tokens = next((record.usage[k] for k in _OUTPUT if k in record.usage), None)
+        for kind, value in (("input", input_tokens), ("output", output_tokens)):
+            if value is not None:
+                self._tokens.record(value, {**state.metric_base, S.GEN_AI_TOKEN_TYPE: kind})
+        span = state.attempt_span
+        state.attempt_span = None
+        if span is None:
+            return
+        attrs: dict[str, Any] = {
+            S.ATTEMPT_OUTCOME: outcome.value,
+            S.ATTEMPT_PHASE: record.phase.value,
+            S.ATTEMPT_RAW_IDLE: round(record.raw_idle, 3),
+            S.ATTEMPT_SEMANTIC_IDLE: round(record.semantic_idle, 3),
+            S.ATTEMPT_MAX_SEMANTIC_GAP: round(record.max_semantic_gap, 3),
+            S.ATTEMPT_MAX_RAW_GAP: round(record.max_raw_gap, 3),
+            S.ATTEMPT_HEARTBEATS: record.heartbeats,
+            S.ATTEMPT_NOTICES: record.notices,
+            S.ATTEMPT_BYTES: record.bytes_received,
+        }
+        if record.status is not None:
+            attrs[S.HTTP_RESPONSE_STATUS_CODE] = record.status
+        if record.request_id:
+            attrs[S.PROVIDER_REQUEST_ID] = record.request_id
+        if record.response_id:
+            attrs[S.GEN_AI_RESPONSE_ID] = record.response_id
+        if input_tokens is not None:
+            attrs[S.GEN_AI_USAGE_INPUT_TOKENS] = input_tokens
+        if output_tokens is not None:
+            attrs[S.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
+        if outcome is AttemptOutcome.TRUNCATED:
+            attrs[S.GEN_AI_RESPONSE_FINISH_REASONS] = ["error"]
+        elif record.stop_detail:
+            attrs[S.GEN_AI_RESPONSE_FINISH_REASONS] = [record.stop_detail]
+        if state.heartbeats_coalesced:
+            attrs[S.HEARTBEATS_DROPPED] = state.heartbeats_coalesced
+        if state.notices_coalesced:
+            attrs[S.NOTICES_DROPPED] = state.notices_coalesced
+        if outcome is AttemptOutcome.TRUNCATED:
+            span.add_event(S.EVENT_TRUNCATION, {S.EVENT_KIND: "truncation", S.ERROR_TYPE: error_type or "truncated",
+                                                S.ATTEMPT_BYTES: record.bytes_received})
+        elif outcome is AttemptOutcome.CANCELLED:
+            span.add_event(S.EVENT_CANCELLED, {S.EVENT_KIND: "cancelled"})
+        if error_type:
+            attrs[S.ERROR_TYPE] = error_type
+            span.set_status(Status(StatusCode.ERROR, f"{outcome.value}: {error_type}"))
+        span.set_attributes(attrs)
+        span.end()
+
+    def _request_ended(self, event: RequestEnded) -> None:
+        report = event.report
+        state = self._state(report)
+        stop = event.stop_reason
+        attrs = {**state.metric_base, S.STOP_REASON: stop.value}
+        self._requests.add(1, attrs)
+        duration_attrs = dict(state.metric_base)
+        failed = stop is not StopReason.COMPLETED
+        if failed:
+            duration_attrs[S.ERROR_TYPE] = report.cause or stop.value
+        if report.duration is not None:
+            self._operation.record(report.duration, duration_attrs)
+        if stop is StopReason.WALL_BUDGET:
+            self._wall_stops.add(1, state.metric_base)
+        if self._logs and stop in (StopReason.EXHAUSTED, StopReason.RATE_LIMITED):
+            events_log.error("provider failed after %d attempts (%s)", len(report.attempts), report.cause,
+                             extra={**attrs, "liveness.attempts": len(report.attempts)})
+        elif self._logs and stop is StopReason.TRUNCATED:
+            events_log.error("reply truncated after content was released (%s)", report.cause, extra=attrs)
+        elif self._logs and stop is StopReason.WALL_BUDGET:
+            events_log.warning("wall-clock budget of %ss expired", report.wall_budget,
+                               extra={**attrs, S.WALL_BUDGET: report.wall_budget or 0.0})
+        span = state.request_span
+        state.request_span = None
+        if span is None:
+            return
+        span.set_attribute(S.STOP_REASON, stop.value)
+        span.set_attribute(S.HTTP_REQUEST_RESEND_COUNT, max(0, len(report.attempts) - 1))
+        if report.wall_budget is not None:
+            span.set_attribute(S.WALL_BUDGET, report.wall_budget)
+        if failed and stop is not StopReason.CANCELLED:
+            span.set_attribute(S.ERROR_TYPE, report.cause or stop.value)
+            span.set_status(Status(StatusCode.ERROR, stop.value))
+        span.end()

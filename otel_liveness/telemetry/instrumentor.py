@@ -1,0 +1,123 @@
+"""Auto-instrumentation: ``opentelemetry-instrument python agent.py`` activates this through the
+``opentelemetry_instrumentor`` entry point, with no code change.
+
+Every httpx and httpx2 client (``Client``/``AsyncClient``, including the SDKs' subclasses)
+created while instrumented gets its transports wrapped; the liveness policy applies to requests
+for provider hosts only (others pass through untouched), in **shadow** mode unless ``enforce`` is
+asked for explicitly -- observing is the safe default when nobody chose a policy.
+
+Environment (read at ``instrument()``):
+
+=====================================  ============================================================
+``OTEL_LIVENESS_MODE``                 ``shadow`` (default) or ``enforce``
+``OTEL_LIVENESS_HOSTS``                comma-separated provider hosts (default: api.anthropic.com,
+                                       api.openai.com, openrouter.ai)
+``OTEL_LIVENESS_<POLICY FIELD>``       any :class:`~otel_liveness.Policy` field, e.g.
+                                       ``OTEL_LIVENESS_RAW_IDLE_TIMEOUT=45``
+=====================================  ============================================================
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+from ..core.errors import InvalidPolicy
+from ..core.policy import Policy
+from ..transport import wrap
+from ..transport._family import family_of
+from ._hook import TelemetryHook
+
+__all__ = ["DEFAULT_HOSTS", "LivenessInstrumentor"]
+
+log = logging.getLogger("otel_liveness")
+
+DEFAULT_HOSTS = ("api.anthropic.com", "api.openai.com", "openrouter.ai")
+_FAMILIES = ("httpx", "httpx2")
+
+
+def _modules() -> list[Any]:
+    found = []
+    for name in _FAMILIES:
+        try:
+            found.append(__import__(name))
+        except ImportError:
+            continue
+    return found
+
+
+class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Instrument httpx and httpx2 clients. ``instrument(enforce=False, policy=None, hosts=None,
+    tracer_provider=None, meter_provider=None)``; ``uninstrument()`` restores every patched class
+    and unwraps every client it wrapped."""
+
+    _originals: dict[Any, Any]
+    _clients: weakref.WeakSet[Any]
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ()  # either family may be absent; whichever is installed is instrumented
+
+    def _instrument(self, **kwargs: Any) -> None:
+        environ = os.environ
+        mode = (environ.get("OTEL_LIVENESS_MODE") or ("enforce" if kwargs.get("enforce") else "shadow")).lower()
+        if kwargs.get("enforce") is not None:
+            mode = "enforce" if kwargs["enforce"] else "shadow"
+        if mode not in ("shadow", "enforce"):
+            raise InvalidPolicy("OTEL_LIVENESS_MODE", f"expected shadow or enforce, got {mode!r}")
+        policy = kwargs.get("policy") or Policy.from_env(environ)
+        policy = policy.replace(shadow=mode == "shadow")
+        hosts = kwargs.get("hosts")
+        if hosts is None:
+            raw = environ.get("OTEL_LIVENESS_HOSTS", "")
+            hosts = [h.strip() for h in raw.split(",") if h.strip()] or list(DEFAULT_HOSTS)
+        hook = TelemetryHook(kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+        self._originals = {}
+        self._clients = weakref.WeakSet()
+        clients = self._clients
+
+        def wrap_client(client: Any) -> None:
+            client._transport = _wrapped(client._transport)
+            client._mounts = {pattern: _wrapped(t) for pattern, t in client._mounts.items()}
+            clients.add(client)
+
+        def _wrapped(transport: Any) -> Any:
+            if transport is None or getattr(transport, "_family", None) is not None:
+                return transport  # not set, or already a liveness transport
+            try:
+                family_of(transport)
+            except TypeError:
+                return transport
+            return wrap(transport, policy, hooks=[hook], hosts=hosts)
+
+        for module in _modules():
+            for cls in (module.Client, module.AsyncClient):
+                original = cls.__init__
+                self._originals[cls] = original
+
+                def patched(client: Any, *args: Any, __original: Any = original, **kw: Any) -> None:
+                    __original(client, *args, **kw)
+                    try:
+                        wrap_client(client)
+                    except Exception:  # instrumentation must never break client construction
+                        log.warning("otel-liveness could not instrument %r", client, exc_info=True)
+
+                patched.__wrapped__ = original  # type: ignore[attr-defined]
+                cls.__init__ = patched
+        log.info("otel-liveness instrumented httpx clients (%s mode, hosts %s)", mode, ", ".join(hosts))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for cls, original in getattr(self, "_originals", {}).items():
+            cls.__init__ = original
+        self._originals = {}
+        for client in list(getattr(self, "_clients", ())):
+            transport = client._transport
+            if getattr(transport, "_family", None) is not None:
+                client._transport = transport.inner
+            client._mounts = {p: (t.inner if getattr(t, "_family", None) is not None else t)
+                              for p, t in client._mounts.items()}
+        self._clients = weakref.WeakSet()

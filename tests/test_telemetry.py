@@ -1,0 +1,274 @@
+"""Telemetry: spans per attempt with the right parent, events, attributes, status, and metric
+points with exact values -- in-memory exporter and reader, real loopback provider."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import anthropic
+import httpx
+import httpx2
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+import otel_liveness
+from otel_liveness import Policy
+from otel_liveness.telemetry import TelemetryHook
+from otel_liveness.telemetry import semconv as S
+from otel_liveness.testing import anthropic_reply, steps as s
+from otel_liveness.testing.scripts import anthropic_status
+
+from .conftest import FAST
+
+URL = "/v1/messages"
+BODY = {"model": "claude-sim-1", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+
+class Telemetry:
+    def __init__(self) -> None:
+        self.spans = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+        self.hook = TelemetryHook(self.tracer_provider, self.meter_provider)
+
+    def finished(self) -> list[Any]:
+        return list(self.spans.get_finished_spans())
+
+    def attempts(self) -> list[Any]:
+        return [sp for sp in self.finished() if S.HTTP_REQUEST_RESEND_COUNT in sp.attributes and sp.name.startswith("POST")]
+
+    def points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
+        data = self.reader.get_metrics_data()
+        out = []
+        for rm in data.resource_metrics if data else []:
+            for sm in rm.scope_metrics:
+                for metric in sm.metrics:
+                    if metric.name == name:
+                        for point in metric.data.data_points:
+                            out.append((dict(point.attributes), point))
+        return out
+
+    def total(self, name: str, **match: Any) -> float:
+        return sum(p.value for attrs, p in self.points(name) if all(attrs.get(k) == v for k, v in match.items()))
+
+    def count(self, name: str) -> int:
+        return sum(p.count for _, p in self.points(name))
+
+
+@pytest.fixture
+def tel() -> Telemetry:
+    return Telemetry()
+
+
+def post(tel: Telemetry, url: str, policy: Policy = FAST, body: dict[str, Any] = BODY) -> tuple[Any, BaseException | None]:
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), policy, hooks=[tel.hook])
+    with httpx2.Client(transport=transport) as client:
+        try:
+            with client.stream("POST", url, json=body, headers={"x-api-key": "sk-ant-PLANTED-SECRET"}) as response:
+                response.read()
+                return response, None
+        except Exception as exc:  # noqa: BLE001
+            return None, exc
+
+
+def events(span: Any, name: str | None = None) -> list[Any]:
+    return [e for e in span.events if name is None or e.name == name]
+
+
+def test_completed_stream_span_tree_and_metrics(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("think", [[s.Headers(), *anthropic_reply("hi", think_pings=12, ping_every=5.0)]])
+    response, error = post(tel, url + URL)
+    assert error is None
+    spans = tel.finished()
+    (request_span,) = [sp for sp in spans if sp.name == "chat claude-sim-1"]
+    (attempt,) = tel.attempts()
+    assert attempt.parent.span_id == request_span.context.span_id
+    assert attempt.kind is SpanKind.CLIENT and request_span.kind is SpanKind.CLIENT
+    a = attempt.attributes
+    assert a[S.ATTEMPT_OUTCOME] == "completed" and a[S.HTTP_RESPONSE_STATUS_CODE] == 200
+    assert a[S.HTTP_REQUEST_RESEND_COUNT] == 0 and a[S.GEN_AI_PROVIDER_NAME] == "anthropic"
+    assert a[S.GEN_AI_REQUEST_MODEL] == "claude-sim-1" and a[S.GEN_AI_RESPONSE_ID] == "msg_sim_0001"
+    assert a[S.ATTEMPT_HEARTBEATS] == 12 and a[S.ATTEMPT_NOTICES] == len(events(attempt, S.EVENT_NOTICE)) >= 3
+    assert a[S.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)
+    assert a[S.GEN_AI_USAGE_INPUT_TOKENS] == 25 and a[S.GEN_AI_USAGE_OUTPUT_TOKENS] == 12
+    assert a[S.PROVIDER_REQUEST_ID] == response.headers["request-id"]
+    assert attempt.status.status_code is StatusCode.UNSET
+    assert all(e.attributes[S.EVENT_KIND] for e in attempt.events)
+    assert sum(e.attributes[S.HEARTBEAT_COUNT] for e in events(attempt, S.EVENT_HEARTBEAT)) == 12
+    assert request_span.attributes[S.STOP_REASON] == "completed"
+    assert tel.total("liveness.attempts", **{S.ATTEMPT_OUTCOME: "completed"}) == 1
+    assert tel.total("liveness.heartbeats") == 12
+    assert tel.total("liveness.semantic_notices") == a[S.ATTEMPT_NOTICES]
+    assert tel.total("liveness.requests", **{S.STOP_REASON: "completed"}) == 1
+    assert tel.count("gen_ai.client.operation.duration") == 1
+    assert tel.count("gen_ai.client.operation.time_to_first_chunk") == 1
+    assert tel.count("liveness.attempt.duration") == 1
+    ttfc = tel.points("gen_ai.client.operation.time_to_first_chunk")[0][1]
+    assert ttfc.sum > 0.5  # 60 provider-seconds of pings before content
+    usage = {attrs[S.GEN_AI_TOKEN_TYPE]: p.sum for attrs, p in tel.points("gen_ai.client.token.usage")}
+    assert usage == {"input": 25, "output": 12}
+
+
+def test_retries_are_sibling_attempt_spans_with_events(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("flaky", [[anthropic_status(529, "overloaded_error")], [s.Headers(), *anthropic_reply()]])
+    _, error = post(tel, url + URL)
+    assert error is None
+    first, second = sorted(tel.attempts(), key=lambda sp: sp.attributes[S.HTTP_REQUEST_RESEND_COUNT])
+    assert first.parent.span_id == second.parent.span_id
+    assert first.status.status_code is StatusCode.ERROR and first.attributes[S.ERROR_TYPE] == "529"
+    assert first.attributes[S.ATTEMPT_OUTCOME] == "provider_error"
+    (retry,) = events(first, S.EVENT_RETRY)
+    assert retry.attributes[S.RETRY_REASON] == "overloaded" and retry.attributes[S.RETRY_DELAY_SOURCE] == "backoff"
+    assert second.attributes[S.HTTP_REQUEST_RESEND_COUNT] == 1 and second.attributes[S.ATTEMPT_OUTCOME] == "completed"
+    assert tel.total("liveness.retries", **{S.RETRY_REASON: "overloaded"}) == 1
+    assert tel.count("liveness.retry.delay") == 1
+    assert tel.total("liveness.attempts", **{S.ATTEMPT_OUTCOME: "provider_error", S.ERROR_TYPE: "529"}) == 1
+
+
+def test_raw_silence_before_content_then_truncation(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("stall", [[s.Headers(), *anthropic_reply()[:1], s.Stall()],
+                                 [s.Headers(), *anthropic_reply("abcd", deltas=4, stall_after=2), s.Stall()]])
+    _, error = post(tel, url + URL)
+    assert isinstance(error, otel_liveness.StreamTruncated)
+    first, second = sorted(tel.attempts(), key=lambda sp: sp.attributes[S.HTTP_REQUEST_RESEND_COUNT])
+    assert [e.attributes[S.EVENT_KIND] for e in first.events if e.name != S.EVENT_HEARTBEAT][-2:] == [
+        "raw_silence", "retry_scheduled"]
+    assert first.attributes[S.ATTEMPT_OUTCOME] == "raw_silence" and first.attributes[S.ATTEMPT_PHASE] == "preamble"
+    assert second.attributes[S.GEN_AI_RESPONSE_FINISH_REASONS] == ("error",)
+    assert second.attributes[S.ATTEMPT_OUTCOME] == "truncated" and second.status.status_code is StatusCode.ERROR
+    kinds = [e.attributes[S.EVENT_KIND] for e in second.events]
+    assert kinds[-2:] == ["raw_silence", "truncation"]
+    assert tel.total("liveness.truncations") == 1
+    assert tel.total("liveness.requests", **{S.STOP_REASON: "truncated"}) == 1
+
+
+def test_wall_budget_and_cancellation_events(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("slow", [[s.Headers(), *anthropic_reply("x" * 40, deltas=40, delta_every=2.0)]])
+    _, error = post(tel, url + URL, FAST.replace(wall_timeout=0.2))
+    assert isinstance(error, otel_liveness.WallTimeout)
+    (attempt,) = tel.attempts()
+    assert attempt.attributes[S.ATTEMPT_OUTCOME] == "wall_budget"
+    assert "wall_budget" in [e.attributes[S.EVENT_KIND] for e in attempt.events]
+    assert tel.total("liveness.wall_budget_stops") == 1
+
+    tel.spans.clear()
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[tel.hook])
+    with httpx2.Client(transport=transport) as client:
+        with client.stream("POST", url + URL, json=BODY) as response:
+            next(response.iter_raw())
+    (attempt,) = tel.attempts()
+    assert attempt.attributes[S.ATTEMPT_OUTCOME] == "cancelled"
+    assert events(attempt, S.EVENT_CANCELLED)
+
+
+def test_exhausted_request_span_has_error(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("down", [[anthropic_status(500, "api_error")]])
+    response, _ = post(tel, url + URL)
+    assert response.status_code == 500
+    (request_span,) = [sp for sp in tel.finished() if sp.name == "chat claude-sim-1"]
+    assert request_span.status.status_code is StatusCode.ERROR
+    assert request_span.attributes[S.STOP_REASON] == "exhausted"
+    assert request_span.attributes[S.HTTP_REQUEST_RESEND_COUNT] == 2
+    assert len(tel.attempts()) == 3
+
+
+def test_sdk_call_span_is_the_parent_and_no_request_span_duplicates_it(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("sdk", [[anthropic_status(529, "overloaded_error")], [s.Headers(), *anthropic_reply()]])
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[tel.hook])
+    client = anthropic.Anthropic(base_url=url, api_key="sk-ant-x", max_retries=0, http_client=httpx2.Client(transport=transport),
+                                 open_telemetry={"tracer_provider": tel.tracer_provider})
+    with client.messages.stream(model="claude-sim-1", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as st:
+        st.get_final_text()
+    client.close()
+    spans = tel.finished()
+    sdk_spans = [sp for sp in spans if sp.instrumentation_scope.name == "com.anthropic.sdk.python"]
+    assert len(sdk_spans) == 1
+    attempts = tel.attempts()
+    assert len(attempts) == 2 and {sp.parent.span_id for sp in attempts} == {sdk_spans[0].context.span_id}
+    assert not [sp for sp in spans if sp.name == "chat claude-sim-1" and sp.instrumentation_scope.name == S.SCOPE]
+    # The provider saw each attempt's own trace context.
+    sent = [r.headers.get("traceparent", "") for r in provider.requests("sdk")]
+    assert [t.split("-")[2] for t in sent] == [format(sp.context.span_id, "016x") for sp in
+                                               sorted(attempts, key=lambda sp: sp.attributes[S.HTTP_REQUEST_RESEND_COUNT])]
+
+
+def test_sdk_tracing_off_uses_the_transport_request_span(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("sdk-off", [[s.Headers(), *anthropic_reply()]])
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[tel.hook])
+    client = anthropic.Anthropic(base_url=url, api_key="sk-ant-x", max_retries=0, http_client=httpx2.Client(transport=transport),
+                                 open_telemetry=False)
+    with client.messages.stream(model="claude-sim-1", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as st:
+        st.get_final_text()
+    client.close()
+    (request_span,) = [sp for sp in tel.finished() if sp.name == "chat claude-sim-1"]
+    (attempt,) = tel.attempts()
+    assert attempt.parent.span_id == request_span.context.span_id
+
+
+def test_thirty_minute_ping_only_stream_keeps_every_notice(tel) -> None:  # type: ignore[no-untyped-def]
+    from otel_liveness.testing import SimulatedProvider
+
+    # 30 provider-minutes at 1/1000 speed: a ping every 1.5 s (1,200 pings), a notice every 30 s.
+    with SimulatedProvider(time_scale=0.001) as fast_provider:
+        url = fast_provider.add("long", [[s.Headers(), *anthropic_reply("done", think_pings=1200, ping_every=1.5)]])
+        policy = Policy(raw_idle_timeout=0.5, semantic_notice_interval=0.03)
+        _, error = post(tel, url + URL, policy)
+    assert error is None
+    (attempt,) = tel.attempts()
+    notices = events(attempt, S.EVENT_NOTICE)
+    assert attempt.attributes[S.ATTEMPT_HEARTBEATS] == 1200 == tel.total("liveness.heartbeats")
+    assert len(notices) == attempt.attributes[S.ATTEMPT_NOTICES] == tel.total("liveness.semantic_notices") >= 40
+    assert [e.attributes[S.NOTICE_NUMBER] for e in notices] == list(range(1, len(notices) + 1))
+    assert S.NOTICES_DROPPED not in attempt.attributes
+    assert len(events(attempt, S.EVENT_HEARTBEAT)) == S.MAX_HEARTBEAT_EVENTS
+    assert attempt.attributes[S.HEARTBEATS_DROPPED] > 0 and len(attempt.events) <= 128
+
+
+def test_no_secret_or_content_in_any_export(provider, tel, caplog) -> None:  # type: ignore[no-untyped-def]
+    body = {**BODY, "messages": [{"role": "user", "content": "PLANTED-PROMPT-TEXT"}]}
+    url = provider.add("secrets", [[anthropic_status(529, "overloaded_error")],
+                                   [s.Headers(), *anthropic_reply("PLANTED-COMPLETION-TEXT", think_pings=3, deltas=4,
+                                                                  stall_after=2), s.Stall()]])
+    with caplog.at_level(logging.DEBUG):
+        _, error = post(tel, url + URL, FAST, body)
+    assert isinstance(error, otel_liveness.StreamTruncated)
+    dumped = json.dumps([json.loads(sp.to_json()) for sp in tel.finished()])
+    dumped += tel.reader.get_metrics_data().to_json()
+    dumped += json.dumps([{**r.__dict__, "args": repr(r.args)} for r in caplog.records], default=repr)
+    for secret in ("PLANTED-SECRET", "PLANTED-PROMPT", "PLANTED-COMPL", "x-api-key", "PLANTED"):
+        assert secret not in dumped
+    assert "PLANTED" not in str(error)
+
+
+def test_attribute_values_are_bounded(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("long-model", [[s.Headers(), *anthropic_reply()]])
+    post(tel, url + URL, FAST, {**BODY, "model": "m" * 5000})
+    for span in tel.finished():
+        for value in span.attributes.values():
+            assert len(str(value)) <= 256
+
+
+def test_http_instrumentation_adds_no_second_span(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+    url = provider.add("httpx", [[s.Headers(), *anthropic_reply()]])
+    instrumentor = HTTPXClientInstrumentor()
+    instrumentor.instrument(tracer_provider=tel.tracer_provider)
+    try:
+        transport = otel_liveness.wrap(httpx.HTTPTransport(), FAST, hooks=[tel.hook])
+        with httpx.Client(transport=transport) as client:
+            with client.stream("POST", url + URL, json=BODY) as response:
+                response.read()
+    finally:
+        instrumentor.uninstrument()
+    scopes = [sp.instrumentation_scope.name for sp in tel.finished()]
+    assert scopes == [S.SCOPE, S.SCOPE], scopes  # attempt + request, no httpx span
