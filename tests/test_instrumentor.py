@@ -1,0 +1,109 @@
+"""Auto-instrumentation: programmatic, and `opentelemetry-instrument` in a subprocess exporting
+OTLP/HTTP to a real local receiver."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import httpx2
+import pytest
+
+from otel_liveness.telemetry import instrument, uninstrument
+from otel_liveness.telemetry import semconv as S
+from otel_liveness.testing import anthropic_reply, steps as s
+
+from .otlp_receiver import OTLPReceiver, attributes
+from .test_telemetry import Telemetry
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def tel():  # type: ignore[no-untyped-def]
+    telemetry = Telemetry()
+    yield telemetry
+    uninstrument()
+
+
+def test_programmatic_instrumentation_and_uninstrument(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    original = httpx2.Client.__init__
+    url = provider.add("auto", [[s.Headers(), *anthropic_reply()[:1], s.Stall()], [s.Headers(), *anthropic_reply()]])
+    instrument(enforce=True, hosts=["127.0.0.1"], tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider)
+    instrument(enforce=True, hosts=["127.0.0.1"])  # idempotent: a second call changes nothing
+    client = httpx2.Client()
+    assert client._transport.policy.shadow is False and client._transport.inner.__class__ is httpx2.HTTPTransport
+    response = client.post(url + "/v1/messages", json={"model": "m", "stream": True})
+    assert response.status_code == 200 and provider.attempts("auto") == 2  # retried below the caller
+    assert len(tel.attempts()) == 2
+    # A host that is not a provider passes through untouched (no spans).
+    before = len(tel.finished())
+    client.get(f"http://localhost:{provider.port}/s/auto/v1/messages")
+    assert len(tel.finished()) == before
+    uninstrument()
+    assert httpx2.Client.__init__ is original
+    assert client._transport.__class__ is httpx2.HTTPTransport  # unwrapped
+    assert httpx2.Client()._transport.__class__ is httpx2.HTTPTransport
+    client.close()
+
+
+def test_default_mode_is_shadow(tel) -> None:  # type: ignore[no-untyped-def]
+    instrument(tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider)
+    client = httpx2.AsyncClient()
+    assert client._transport.policy.shadow is True
+    assert client._transport._hosts == frozenset({"api.anthropic.com", "api.openai.com", "openrouter.ai"})
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, anthropic
+    client = anthropic.Anthropic(base_url=sys.argv[1], api_key="sk-ant-PLANTED", max_retries=0)
+    stream = client.messages.create(model="claude-sim-1", max_tokens=5, stream=True,
+                                    messages=[{"role": "user", "content": "PLANTED prompt"}])
+    print("".join(e.delta.text for e in stream if e.type == "content_block_delta"))
+    """
+)
+
+
+def test_opentelemetry_instrument_exports_attempt_spans_and_metrics(provider, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("cli", [[s.Headers(), *anthropic_reply()[:1], s.Reset()],
+                               [s.Headers(), *anthropic_reply("auto-instrumented", think_pings=3)]])
+    script = tmp_path / "agent.py"
+    script.write_text(SCRIPT)
+    bindir = pathlib.Path(sys.executable).parent
+    command = shutil.which("opentelemetry-instrument", path=str(bindir)) or str(bindir / "opentelemetry-instrument")
+    with OTLPReceiver() as receiver:
+        env = {
+            **os.environ,
+            "OTEL_SERVICE_NAME": "agent",
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_METRICS_EXPORTER": "otlp",
+            "OTEL_LOGS_EXPORTER": "none",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
+            "OTEL_METRIC_EXPORT_INTERVAL": "200",
+            "OTEL_LIVENESS_HOSTS": "127.0.0.1",
+            "OTEL_LIVENESS_MODE": "enforce",
+            "OTEL_LIVENESS_RAW_IDLE_TIMEOUT": "0.5",
+            "OTEL_LIVENESS_SEMANTIC_NOTICE_INTERVAL": "0.01",
+        }
+        proc = subprocess.run([command, sys.executable, str(script), url], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.strip() == "auto-instrumented"
+        spans = receiver.spans()
+        metric_names = receiver.metric_names()
+    ours = [span for scope, span in spans if scope == S.SCOPE]
+    sdk = [span for scope, span in spans if scope == "com.anthropic.sdk.python"]
+    assert len(ours) == 2 and len(sdk) == 1
+    assert {span.parent_span_id for span in ours} == {sdk[0].span_id}
+    outcomes = sorted(attributes(span)[S.ATTEMPT_OUTCOME] for span in ours)
+    assert outcomes == ["completed", "connection_error"]
+    assert {"liveness.attempts", "liveness.heartbeats", "liveness.retries", "gen_ai.client.operation.duration"} <= metric_names
+    assert provider.attempts("cli") == 2
+    exported = "".join(str(m) for m in receiver.received["/v1/traces"] + receiver.received["/v1/metrics"])
+    assert "PLANTED" not in exported
