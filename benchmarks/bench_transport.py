@@ -91,6 +91,32 @@ def paired(fn_plain: Any, fn_wrapped: Any, rounds: int) -> dict[str, float]:
             "ratio_median": statistics.median(ratios)}
 
 
+def telemetry_overhead(url: str, policy: otel_liveness.Policy, rounds: int) -> dict[str, float]:
+    """The SDK path through the transport with the telemetry hook (real SDK tracer and meter
+    providers, batch span processor, periodic metric reader) vs the same transport without it."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_liveness.telemetry import TelemetryHook
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
+    hook = TelemetryHook(tracer_provider, MeterProvider(metric_readers=[InMemoryMetricReader()]), logs=False)
+
+    def client(hooks: list[Any]) -> anthropic.Anthropic:
+        transport = otel_liveness.wrap(httpx2.HTTPTransport(), policy, hooks=hooks)
+        return anthropic.Anthropic(base_url=url + "/s/bench", api_key="k", max_retries=0, open_telemetry=False,
+                                   http_client=httpx2.Client(transport=transport, timeout=60))
+
+    off, on = client([]), client([hook])
+    result = paired(lambda: sdk_path(off), lambda: sdk_path(on), rounds)
+    tracer_provider.shutdown()
+    return result
+
+
 def memory(url: str, scenario: str) -> dict[str, float]:
     transport = otel_liveness.wrap(httpx2.HTTPTransport())
     with httpx2.Client(transport=transport, timeout=60) as client:
@@ -124,12 +150,14 @@ def main(argv: list[str] | None = None) -> int:
                                           http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
                                                                     timeout=60))
         sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), max(3, args.rounds // 2))
+        telemetry = telemetry_overhead(url, policy, max(3, args.rounds // 2))
         mem_full = memory(url, "big")
         mem_quarter = memory(url, "quarter")
     finally:
         proc.stdin.close()  # type: ignore[union-attr]
         proc.wait(10)
     result = {"events": args.events, "batch": args.batch, "raw_bytes_path": raw, "sdk_path": sdk,
+              "telemetry_on_vs_off": telemetry,
               "memory": [mem_quarter, mem_full], "target_sdk_ratio": 1.03}
     if args.json:
         print(json.dumps(result))
@@ -139,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
               f"median paired ratio {raw['ratio_median']:.3f}")
         print(f"anthropic SDK path: plain {sdk['plain_s']*1e3:.1f} ms, wrapped {sdk['wrapped_s']*1e3:.1f} ms, "
               f"median paired ratio {sdk['ratio_median']:.3f} (target <= 1.03)")
+        print(f"telemetry on vs off (SDK path, batch span processor): median paired ratio "
+              f"{telemetry['ratio_median']:.3f} (target <= 1.02)")
         for m in (mem_quarter, mem_full):
             print(f"memory: {m['stream_mb']:.0f} MB stream -> peak traced {m['peak_traced_mb']:.1f} MB")
     return 0 if sdk["ratio_median"] <= 1.03 else 1

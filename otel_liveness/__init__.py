@@ -38,11 +38,11 @@ from .core.policy import Policy
 from .transport._common import liveness_policy
 
 
-def wrap(inner_transport, policy=None, *, hooks=(), hosts=None):  # type: ignore[no-untyped-def]
+def wrap(inner_transport, policy=None, *, hooks=(), hosts=None, asynchronous=None):  # type: ignore[no-untyped-def]
     """Wrap an httpx or httpx2 transport (sync or async); see :func:`otel_liveness.transport.wrap`."""
     from .transport import wrap as _wrap
 
-    return _wrap(inner_transport, policy, hooks=hooks, hosts=hosts)
+    return _wrap(inner_transport, policy, hooks=hooks, hosts=hosts, asynchronous=asynchronous)
 
 __version__ = "0.1.0"
 

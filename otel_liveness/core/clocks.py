@@ -199,6 +199,28 @@ class AttemptClock:
             elif self.phase is not Phase.DONE:
                 self.phase = Phase.STREAMING
 
+    def semantic_read(self, now: float, nbytes: int) -> None:
+        """One read holding exactly one semantic frame: :meth:`received` + :meth:`frame`, fused."""
+        gap = now - self.last_raw
+        if gap > self.max_raw_gap:
+            self.max_raw_gap = gap
+        self.last_raw = now
+        self.bytes += nbytes
+        self.frames += 1
+        gap = now - self.last_semantic
+        if gap > self.max_semantic_gap:
+            self.max_semantic_gap = gap
+        self.last_semantic = now
+        self.heartbeats_since_semantic = 0
+        if self.notice_every is not None:
+            self.next_notice = now + self.notice_every
+        if self.first_byte is None:
+            self.first_byte = now - self.started
+        if self.first_semantic is None:
+            self.first_semantic = now - self.started
+        if self.phase is not Phase.DONE:
+            self.phase = Phase.STREAMING
+
     def frames_at(self, now: float, kinds: list[FrameKind]) -> None:
         """All ``kinds`` decoded at ``now`` (one read): same effect as :meth:`frame` for each, with
         the counting done by C-level list methods instead of a call per frame."""

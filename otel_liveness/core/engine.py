@@ -33,7 +33,7 @@ from .events import (
 )
 from .outcome import AttemptOutcome, AttemptRecord, FrameKind, Phase, RequestReport, StopReason
 from .policy import Policy
-from .providers import StreamFacts, profile_for
+from .providers import PREFIX, StreamFacts, profile_for
 from .retry import Decision, Failure, FailureKind, Retry, RetryState, decide
 from .sse import SSEScanner, parse_block
 
@@ -184,6 +184,7 @@ class AttemptSession:
         self.done = False  # an end frame arrived
         self.failure: Failure | None = None  # an in-band error already seen
         self.prefix = bytearray()  # released bytes, up to policy.max_prefix_bytes
+        self.prefix_room = policy.max_prefix_bytes
         self.released = 0
         self.ended = False
         self.capture: list[tuple[float, bytes]] | None = [] if policy.capture_dir else None
@@ -213,6 +214,13 @@ class AttemptSession:
         if self.capture is not None:
             self.capture.append((now - self.clock.started, chunk))
         clock = self.clock
+        if (
+            self.committed
+            and self.session.profile.fast.get(chunk[:PREFIX]) is _SEMANTIC
+            and self.scanner.whole_frame(chunk)
+        ):  # the hot path of a live stream: one content delta per read
+            clock.semantic_read(now, len(chunk))
+            return self._release(chunk)
         clock.received(now, len(chunk))
         if not self.streaming:
             self.committed = True  # a JSON body is released as it arrives
@@ -345,11 +353,11 @@ class AttemptSession:
         self.clock.released()
 
     def _release(self, data: bytes) -> bytes:
-        if data:
-            self.released += len(data)
-            room = self.session.policy.max_prefix_bytes - len(self.prefix)
-            if room > 0:
-                self.prefix += data[:room]
+        self.released += len(data)
+        if self.prefix_room > 0:
+            kept = data[: self.prefix_room]
+            self.prefix += kept
+            self.prefix_room -= len(kept)
         return data
 
     def _error(self, now: float, chunk: bytes, kinds: list[FrameKind]) -> bytes:

@@ -161,6 +161,18 @@ class SSEScanner:
             parse_block(block, out)
         return out
 
+    def whole_frame(self, chunk: bytes) -> bool:
+        """Whether ``chunk`` is exactly one complete LF-framed block with nothing pending, so that
+        a caller may classify it by prefix without feeding it (scanner state is unchanged by such a
+        chunk: it would be consumed whole). The transport's per-read fast path."""
+        return (
+            not self._buf
+            and not self._raw_mode
+            and chunk.find(b"\n\n") == len(chunk) - 2
+            and 13 not in chunk
+            and len(chunk) <= self.max_frame_bytes
+        )
+
     def feed_blocks(self, chunk: bytes) -> list[bytes]:
         """Consume ``chunk``; return the blocks it completed, LF-normalised, blank lines removed."""
         if not chunk:

@@ -47,6 +47,7 @@ def wrap(
     *,
     hooks: Iterable[Callable[[Any], None]] = (),
     hosts: Iterable[str] | None = None,
+    asynchronous: bool | None = None,
 ) -> Any:
     """Put the liveness policy under a client: returns a transport of the same family (httpx or
     httpx2) and kind (sync or async) as ``inner_transport``::
@@ -58,9 +59,10 @@ def wrap(
         )
 
     ``hooks`` receive every event (:mod:`otel_liveness.core.events`); ``hosts`` limits the policy
-    to requests for those hosts (others pass through untouched).
+    to requests for those hosts (others pass through untouched). ``asynchronous`` picks the kind
+    for an inner transport that is both (``MockTransport``; sync by default).
     """
-    fam, is_async = family_of(inner_transport)
+    fam, is_async = family_of(inner_transport, asynchronous)
     return transport_class(fam, is_async)(inner_transport, policy, hooks=hooks, hosts=hosts)
 
 

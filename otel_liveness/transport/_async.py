@@ -379,16 +379,31 @@ class AsyncLivenessStream:
             if self._first:
                 first, self._first = self._first, b""
                 yield first
+            scoped = enforce and t._scoped(session)
+            iterator = self._iterator
+            timeout_error = family.module.TimeoutException
+            transport_error = family.module.TransportError
+            clock = backend.now
             while True:
                 try:
-                    chunk = await t._read(self._iterator, attempt, enforce)
+                    if scoped:
+                        chunk = await t._read(iterator, attempt, enforce)
+                    else:  # the common case, inlined: the socket's read timeout is the raw clock
+                        try:
+                            chunk = await iterator.__anext__()
+                        except StopAsyncIteration:
+                            chunk = EOF
+                        except timeout_error:
+                            if not (enforce and t._ours(attempt, attempt.deadline())):
+                                raise
+                            chunk = TIMEOUT
                 except E.MalformedStream:
                     raise
-                except family.module.TransportError as exc:
+                except transport_error as exc:
                     if not enforce or not attempt.streaming:
                         raise
                     raise self._fail(C.truncation(family, attempt, "read_error", request), "read_error") from exc
-                now = backend.now()
+                now = clock()
                 if chunk is TIMEOUT:
                     terminal = attempt.poll(max(now, attempt.deadline() or now))
                     raise self._terminal(terminal, now)

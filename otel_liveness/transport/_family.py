@@ -93,13 +93,18 @@ def family(name: str) -> Family:
     return Family(__import__(name))
 
 
-def family_of(transport: Any) -> tuple[Family, bool]:
-    """(family, is_async) of an inner transport; ``TypeError`` if it is neither family's."""
+def family_of(transport: Any, asynchronous: bool | None = None) -> tuple[Family, bool]:
+    """(family, is_async) of an inner transport; ``TypeError`` if it is neither family's. A
+    transport that is both kinds (``MockTransport``) is sync unless ``asynchronous`` says otherwise."""
     for module in _modules():
-        if isinstance(transport, module.AsyncBaseTransport):
-            return family(module.__name__), True
-        if isinstance(transport, module.BaseTransport):
-            return family(module.__name__), False
+        is_async = isinstance(transport, module.AsyncBaseTransport)
+        is_sync = isinstance(transport, module.BaseTransport)
+        if is_async and is_sync:
+            return family(module.__name__), bool(asynchronous)
+        if is_async or is_sync:
+            if asynchronous is not None and asynchronous != is_async:
+                raise TypeError(f"{type(transport).__name__} is {'async' if is_async else 'sync'}-only")
+            return family(module.__name__), is_async
     raise TypeError(
         f"wrap() needs an httpx or httpx2 transport (BaseTransport or AsyncBaseTransport), got {type(transport).__name__}"
     )
