@@ -1,4 +1,5 @@
 # otel-liveness: everything a fresh machine needs is installed by these targets.
+#   make demo   -- the agent-shaped demo on the embedded simulated provider
 #   make test   -- the whole test suite (what .ci/run calls)
 #   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
 PYTHON ?= python3
@@ -7,7 +8,7 @@ BIN    := $(VENV)/bin
 # Re-install when the dependency list changes.
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install test bench clean
+.PHONY: install demo test bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +19,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+demo: install
+	$(BIN)/otel-liveness demo $(DEMO_ARGS)
+
 # pytest's exit 5 ("no tests collected") is a failure here, not a pass.
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS); status=$$?; \
@@ -25,6 +29,7 @@ test: install
 
 bench: install
 	$(BIN)/python -m benchmarks.bench_scanner
+	$(BIN)/python -m benchmarks.bench_transport
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

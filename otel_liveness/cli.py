@@ -34,7 +34,36 @@ def _parser() -> argparse.ArgumentParser:
                    help="report when a decoded-event watchdog of S seconds (ignoring heartbeats) would fire")
     a.add_argument("--max-frame-bytes", type=int, default=4 * 1024 * 1024)
     a.add_argument("--json", action="store_true", help="print one JSON object")
+    d = sub.add_parser("demo", help="run the agent-shaped demo on the embedded simulated provider")
+    d.add_argument("--scenario", action="append", dest="scenarios", metavar="NAME",
+                   help="run only this scenario (repeatable); default: all")
+    d.add_argument("--time-scale", type=float, default=0.02, help="real seconds per provider second (default 0.02)")
+    d.add_argument("--shadow", action="store_true", help="observe and report, enforce nothing")
+    d.add_argument("--json", action="store_true", help="print the result as JSON")
+    d.add_argument("--otlp", metavar="ENDPOINT", help="also send telemetry over OTLP/HTTP (e.g. http://localhost:4318)")
+    d.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import SCENARIOS, run_demo
+
+    if args.list:
+        for scenario in SCENARIOS:
+            print(f"{scenario.name:<20} {scenario.title}")
+        return 0
+    known = {sc.name for sc in SCENARIOS}
+    unknown = sorted(set(args.scenarios or ()) - known)
+    if unknown:
+        print(f"otel-liveness demo: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
+              file=sys.stderr)
+        return 2
+    if not 0 < args.time_scale <= 1:
+        print("otel-liveness demo: --time-scale must be in (0, 1]", file=sys.stderr)
+        return 2
+    status, _ = run_demo(names=args.scenarios, time_scale=args.time_scale, shadow=args.shadow, otlp=args.otlp,
+                         as_json=args.json)
+    return status
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -73,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "analyze":
         return _analyze(args)
+    if args.command == "demo":
+        return _demo(args)
     raise AssertionError(args.command)  # pragma: no cover
 
 

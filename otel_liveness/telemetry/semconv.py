@@ -15,7 +15,6 @@ SCOPE: Final = "otel_liveness"
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
-GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
@@ -38,7 +37,6 @@ ATTEMPT_MAX_RAW_GAP: Final = "liveness.attempt.max_raw_gap"  # s
 ATTEMPT_HEARTBEATS: Final = "liveness.attempt.heartbeats"  # exact count
 ATTEMPT_NOTICES: Final = "liveness.attempt.notices"  # exact count
 ATTEMPT_BYTES: Final = "liveness.attempt.bytes"
-ATTEMPT_COMMITTED: Final = "liveness.attempt.committed"  # content was released
 PROVIDER_REQUEST_ID: Final = "liveness.provider.request_id"  # request-id header
 STOP_REASON: Final = "liveness.stop_reason"  # StopReason (request span and requests metric)
 RETRY_REASON: Final = "liveness.retry.reason"  # RetryReason
@@ -56,7 +54,6 @@ NOTICES_DROPPED: Final = "liveness.events.notices_coalesced"
 COMMITTED: Final = "liveness.committed"
 ENFORCED: Final = "liveness.enforced"  # false in shadow mode
 WALL_BUDGET: Final = "liveness.wall_budget"  # s, the configured budget
-SHADOW: Final = "liveness.shadow"
 MODE: Final = "liveness.mode"  # "enforce" | "shadow"
 
 # -- span event names and their liveness.event.kind values (closed set) ------------------------------

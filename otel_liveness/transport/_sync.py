@@ -133,6 +133,12 @@ class SyncLivenessMixin:
             if failure is None:
                 return response
             now = backend.now()
+            if session.policy.shadow:
+                # Observe only: the provider's error response goes to the caller as it came.
+                attempt.finish(now, C.failure_outcome(failure), C.failure_error_type(failure))
+                session.end(now, StopReason.REJECTED if C.failure_outcome(failure) is AttemptOutcome.REJECTED
+                            else StopReason.EXHAUSTED, failure.cause)
+                return self._final_response(request, session, response, mark=False)
             decision = session.failed(attempt, failure, now, wall_now=backend.wall_now(), jitter=backend.jitter())
             attempt.finish(now, C.failure_outcome(failure), C.failure_error_type(failure))
             C.write_capture(session.policy, attempt)
@@ -178,14 +184,20 @@ class SyncLivenessMixin:
             with C.send_context(self._hooks):
                 inner = backend.send(self._inner, req, deadline - backend.now() if scoped else None)
         except family.module.TimeoutException as exc:
+            if not enforce:
+                raise  # shadow mode: the caller sees what it would have seen without us
             if isinstance(exc, family.module.ConnectTimeout) or isinstance(exc, family.module.PoolTimeout):
                 return None, Failure(FailureKind.CONNECT_ERROR, attempt.clock.phase)
             inner = TIMEOUT if self._ours(attempt, deadline) else None
             if inner is None:
                 return None, Failure(FailureKind.READ_ERROR, attempt.clock.phase)
         except (family.module.ConnectError, family.module.UnsupportedProtocol):
+            if not enforce:
+                raise
             return None, Failure(FailureKind.CONNECT_ERROR, attempt.clock.phase)
         except family.module.TransportError:
+            if not enforce:
+                raise
             return None, Failure(FailureKind.READ_ERROR, attempt.clock.phase)
         if inner is TIMEOUT:
             return None, self._expired(request, session, attempt, None)
@@ -292,6 +304,10 @@ class SyncLivenessMixin:
         if isinstance(exc, E.MalformedStream):
             attempt.finish(now, AttemptOutcome.MALFORMED, "malformed")
             session.end(now, StopReason.MALFORMED, "malformed")
+        elif isinstance(exc, self._family.module.TransportError):  # shadow mode: raised as it came
+            kind = FailureKind.CONNECT_ERROR if isinstance(exc, self._family.module.ConnectError) else FailureKind.READ_ERROR
+            attempt.finish(now, AttemptOutcome.CONNECTION_ERROR, kind.value)
+            session.end(now, StopReason.EXHAUSTED, kind.value)
         else:
             attempt.finish(now, AttemptOutcome.CANCELLED, type(exc).__name__)
             session.end(now, StopReason.CANCELLED, "cancelled")

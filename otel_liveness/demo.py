@@ -1,0 +1,333 @@
+"""``otel-liveness demo``: an agent-shaped run on the embedded simulated provider.
+
+Each turn is a real anthropic SDK streaming call through the liveness transport, and meets one
+failure shape of the policy table. Time is scaled (``--time-scale``): provider seconds and the
+policy's durations are multiplied by it, so minutes of thinking take seconds.
+
+The exit status is a self-check: 0 only if every turn behaved as the policy says.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core.anthropic import continuation_message
+from .core.errors import LivenessError, ProviderError, StreamTruncated, WallTimeout, liveness_error
+from .core.events import AttemptEnded, Heartbeats, RetryScheduled, SemanticNotice, Verdict
+from .core.policy import Policy
+from .testing import Scenario, SimulatedProvider, anthropic_reply, steps as s
+from .testing.scripts import anthropic_error, anthropic_status, sse_event
+
+__all__ = ["SCENARIOS", "run_demo"]
+
+MODEL = "claude-sim-1"
+
+
+@dataclass(frozen=True)
+class Expect:
+    outcome: str  # completed | truncated_then_continued | wall_budget | provider_failure
+    attempts: int  # provider attempts the server receives
+    continuations: int = 0  # model-visible continuations the agent makes
+    min_notices: int = 0
+
+
+@dataclass(frozen=True)
+class DemoScenario:
+    name: str
+    title: str
+    script: Callable[[float], list[list[Any]]]  # time_scale -> attempt scripts
+    expect: Expect
+    wall: float | None = None  # provider seconds
+
+
+def _continuation_scripts(ts: float) -> list[list[Any]]:
+    first_block = [
+        s.Raw(sse_event("content_block_start", {"type": "content_block_start", "index": 0,
+                                                "content_block": {"type": "text", "text": ""}})),
+        s.Raw(sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                "delta": {"type": "text_delta", "text": "I read the three files."}})),
+        s.Raw(sse_event("content_block_stop", {"type": "content_block_stop", "index": 0})),
+        s.Raw(sse_event("content_block_start", {"type": "content_block_start", "index": 1,
+                                                "content_block": {"type": "text", "text": ""}})),
+        s.Raw(sse_event("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                                "delta": {"type": "text_delta", "text": " The bug is in"}})),
+    ]
+    stalled = [s.Headers(), anthropic_reply(msg_id="msg_partial")[0], *first_block, s.Stall()]
+    resumed = [s.Headers(), *anthropic_reply(" parse_config(): it ignores CRLF.", msg_id="msg_resumed")]
+    return [stalled, resumed]
+
+
+SCENARIOS: list[DemoScenario] = [
+    DemoScenario(
+        "long_think", "a 3-minute think with only pings (far past a 90 s event watchdog)",
+        lambda ts: [[s.Headers(), *anthropic_reply("Here is the plan.", thinking="...", think_pings=36, ping_every=5.0)]],
+        Expect("completed", 1, min_notices=4),
+    ),
+    DemoScenario(
+        "dead_socket", "a connection that dies before any content (retried invisibly)",
+        lambda ts: [[s.Headers(), anthropic_reply()[0], s.Sleep(1.0), s.Reset()],
+                    [s.HangBeforeHeaders()],
+                    [s.Headers(), *anthropic_reply("Recovered on the third attempt.", msg_id="msg_dead_ok")]],
+        Expect("completed", 3),
+    ),
+    DemoScenario(
+        "rate_limit_storm", "a 429 storm with retry-after-ms (the patient tier)",
+        lambda ts: [[anthropic_status(429, "rate_limit_error", (("retry-after-ms", str(int(4000 * ts))),))]] * 4
+        + [[s.Headers(), *anthropic_reply("Through the rate limit.", msg_id="msg_429_ok")]],
+        Expect("completed", 5),
+    ),
+    DemoScenario(
+        "inband_overload", "an in-band overloaded_error before any content",
+        lambda ts: [[s.Headers(), anthropic_reply()[0], s.Raw(anthropic_error("overloaded_error"))],
+                    [s.Headers(), *anthropic_reply("Served after the overload.", msg_id="msg_overload_ok")]],
+        Expect("completed", 2),
+    ),
+    DemoScenario(
+        "stall_after_partial", "a stall after partial text (truncation -> one continuation)",
+        _continuation_scripts,
+        Expect("truncated_then_continued", 2, continuations=1),
+    ),
+    DemoScenario(
+        "wall_budget", "a reply slower than the harness's 60 s wall budget",
+        lambda ts: [[s.Headers(), *anthropic_reply("x" * 60, deltas=60, delta_every=2.0)]],
+        Expect("wall_budget", 1), wall=60.0,
+    ),
+    DemoScenario(
+        "exhausted", "a provider that stays overloaded (529) for every attempt",
+        lambda ts: [[anthropic_status(529, "overloaded_error")]],
+        Expect("provider_failure", 3),
+    ),
+]
+
+
+@dataclass
+class TurnResult:
+    scenario: str
+    title: str
+    outcome: str = "?"
+    text: str = ""
+    attempts: int = 0  # provider attempts the server received
+    requests: int = 0  # SDK calls the agent made
+    continuations: int = 0
+    heartbeats: int = 0
+    notices: int = 0
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)
+    stop_reason: str | None = None
+    truncation_prefix_bytes: int | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    ok: bool = False
+    expected: dict[str, Any] = field(default_factory=dict)
+
+
+def scaled_policy(ts: float, *, shadow: bool, wall: float | None) -> Policy:
+    base = Policy()
+    return base.replace(
+        raw_idle_timeout=base.raw_idle_timeout * ts,  # type: ignore[operator]
+        raw_idle_timeout_no_keepalive=base.raw_idle_timeout_no_keepalive * ts,  # type: ignore[operator]
+        semantic_notice_interval=base.semantic_notice_interval * ts,  # type: ignore[operator]
+        backoff_initial=base.backoff_initial * ts,
+        backoff_max=base.backoff_max * ts,
+        max_retry_after=base.max_retry_after * ts,
+        wall_timeout=wall * ts if wall else None,
+        shadow=shadow,
+    )
+
+
+def _telemetry(otlp: str | None) -> tuple[Any, Any, Any, Any]:
+    """(hook, span exporter or None, metric reader or None, shutdown)."""
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    except ImportError:  # the SDK is an extra: the demo still runs, without the telemetry summary
+        return None, None, None, lambda: None
+    from .telemetry import TelemetryHook
+
+    tracer_provider = TracerProvider()
+    exporter = reader = None
+    if otlp:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        endpoint = otlp.rstrip("/")
+        tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint + "/v1/traces")))
+        metric_reader: Any = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint + "/v1/metrics"),
+                                                           export_interval_millis=2000)
+    else:
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        exporter = InMemorySpanExporter()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+        metric_reader = reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[metric_reader])
+
+    def shutdown() -> None:
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
+
+    return TelemetryHook(tracer_provider, meter_provider, logs=False), exporter, reader, shutdown
+
+
+def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, shadow: bool, hooks: list[Any]) -> TurnResult:
+    import anthropic
+    import httpx2
+
+    from . import wrap
+
+    result = TurnResult(scenario.name, scenario.title, expected=scenario.expect.__dict__)
+    provider.add(scenario.name, Scenario(scenario.script(ts)))
+    events: list[Any] = []
+    policy = scaled_policy(ts, shadow=shadow, wall=scenario.wall)
+    transport = wrap(httpx2.HTTPTransport(), policy, hooks=[events.append, *hooks])
+    client = anthropic.Anthropic(
+        base_url=provider.base_url(scenario.name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
+        http_client=httpx2.Client(transport=transport, timeout=httpx2.Timeout(600 * ts, connect=5.0)),
+    )
+    messages: list[dict[str, Any]] = [{"role": "user", "content": f"Demo turn: {scenario.name}"}]
+    started = time.monotonic()
+    try:
+        for _ in range(3):  # a continuation is another call, visible to the model
+            result.requests += 1
+            try:
+                with client.messages.stream(model=MODEL, max_tokens=256, messages=messages) as stream:
+                    result.text += stream.get_final_text()
+                result.outcome = "completed" if not result.continuations else "truncated_then_continued"
+                break
+            except Exception as exc:  # noqa: BLE001 - classified below
+                err = liveness_error(exc)
+                if isinstance(err, StreamTruncated):
+                    result.truncation_prefix_bytes = len(err.prefix)
+                    assistant = continuation_message(err.partial or {})
+                    if assistant is None:
+                        result.outcome, result.error = "truncated", str(err)
+                        break
+                    result.text += "".join(b.get("text", "") for b in assistant["content"])
+                    messages = [*messages, assistant]
+                    result.continuations += 1
+                    continue
+                if isinstance(err, WallTimeout):
+                    result.outcome, result.error = "wall_budget", f"wall budget of {err.budget / ts:g} provider-s"
+                elif isinstance(err, ProviderError) or isinstance(exc, anthropic.APIStatusError):
+                    status = getattr(exc, "status_code", None)
+                    result.outcome = "provider_failure"
+                    result.error = f"provider failure: {status or (err and err.last_cause)}"  # type: ignore[union-attr]
+                else:
+                    result.outcome, result.error = "unexpected", f"{type(exc).__name__}: {exc}"
+                break
+    finally:
+        client.close()
+    result.seconds = round(time.monotonic() - started, 3)
+    result.attempts = provider.attempts(scenario.name)
+    result.heartbeats = sum(e.count for e in events if isinstance(e, Heartbeats))
+    result.notices = sum(1 for e in events if isinstance(e, SemanticNotice))
+    result.retries = [{"reason": e.reason.value, "delay_provider_s": round(e.delay / ts, 2), "source": e.source.value}
+                      for e in events if isinstance(e, RetryScheduled)]
+    result.verdicts = [f"{e.kind.value}{'' if e.enforced else ' (observed)'}" for e in events if isinstance(e, Verdict)]
+    ends = [e for e in events if isinstance(e, AttemptEnded)]
+    result.stop_reason = ends[-1].report.stop_reason.value if ends and ends[-1].report.stop_reason else None
+    result.ok = _check(result, scenario.expect, shadow)
+    return result
+
+
+def _check(result: TurnResult, expect: Expect, shadow: bool) -> bool:
+    if shadow:
+        # Observe only: the transport never retries or rewrites anything; what it saw is reported.
+        return result.attempts == result.requests
+    return (
+        result.outcome == expect.outcome
+        and result.attempts == expect.attempts
+        and result.continuations == expect.continuations
+        and result.notices >= expect.min_notices
+    )
+
+
+def _span_summary(exporter: Any, reader: Any) -> dict[str, Any]:
+    from collections import Counter
+
+    from .telemetry import semconv as S
+
+    spans = list(exporter.get_finished_spans())
+    attempts = [sp for sp in spans if S.HTTP_REQUEST_RESEND_COUNT in sp.attributes and sp.name.startswith("POST")]
+    kinds: Counter[str] = Counter(e.attributes.get(S.EVENT_KIND, "?") for sp in attempts for e in sp.events)
+    outcomes = Counter(sp.attributes.get(S.ATTEMPT_OUTCOME, "?") for sp in attempts)
+    metrics: dict[str, float] = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else []:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                if m.name.startswith("liveness.") and hasattr(m.data, "is_monotonic"):
+                    metrics[m.name] = sum(p.value for p in m.data.data_points)
+    return {"spans": len(spans), "attempt_spans": len(attempts), "attempt_outcomes": dict(outcomes),
+            "span_events": dict(kinds), "counters": metrics}
+
+
+def run_demo(*, names: list[str] | None = None, time_scale: float = 0.02, shadow: bool = False,
+             otlp: str | None = None, out: Any = sys.stdout, as_json: bool = False) -> tuple[int, dict[str, Any]]:
+    chosen = [sc for sc in SCENARIOS if not names or sc.name in names]
+    hook, exporter, reader, shutdown = _telemetry(otlp)
+    turns: list[TurnResult] = []
+    say = (lambda *a: None) if as_json else (lambda *a: print(*a, file=out, flush=True))
+    say(f"otel-liveness demo: {len(chosen)} turns on the simulated provider "
+        f"(time scale {time_scale:g}: 1 provider-minute = {60 * time_scale:.1f} s){' [shadow mode]' if shadow else ''}")
+    with SimulatedProvider(time_scale=time_scale) as provider:
+        for scenario in chosen:
+            say(f"  - {scenario.name}: {scenario.title} ...")
+            turn = run_turn(provider, scenario, time_scale, shadow=shadow, hooks=[hook] if hook else [])
+            turns.append(turn)
+            say(f"    {'ok ' if turn.ok else 'FAIL'} {turn.outcome}: {turn.attempts} provider attempt(s), "
+                f"{turn.heartbeats} heartbeats, {turn.notices} notices, {len(turn.retries)} retries ({turn.seconds:.2f}s)")
+    shutdown_summary = _span_summary(exporter, reader) if exporter is not None else None
+    shutdown()
+    accounting = {
+        "turns": len(turns),
+        "agent_requests": sum(t.requests for t in turns),
+        "provider_attempts": sum(t.attempts for t in turns),
+        "model_visible_continuations": sum(t.continuations for t in turns),
+        "provider_failures": sum(1 for t in turns if t.outcome == "provider_failure"),
+        "wall_budget_stops": sum(1 for t in turns if t.outcome == "wall_budget"),
+        "no_reply": sum(1 for t in turns if t.outcome in ("unexpected", "truncated")),
+        "fake_continue_turns": 0,
+    }
+    ok = all(t.ok for t in turns)
+    result = {"ok": ok, "time_scale": time_scale, "shadow": shadow, "turns": [t.__dict__ for t in turns],
+              "accounting": accounting, "telemetry": shutdown_summary, "otlp": otlp}
+    if as_json:
+        print(json.dumps(result, indent=2), file=out)
+    else:
+        _render(turns, accounting, shutdown_summary, ok, out)
+    return (0 if ok else 1), result
+
+
+def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict[str, Any] | None, ok: bool, out: Any) -> None:
+    p = lambda *a: print(*a, file=out)  # noqa: E731
+    p()
+    header = f"{'turn':<20} {'outcome':<25} {'att':>3} {'hb':>4} {'ntc':>3} {'retries (reason:delay provider-s)':<44} {'stop':<10} {'prefix':>6}"
+    p(header)
+    p("-" * len(header))
+    for t in turns:
+        retries = ", ".join(f"{r['reason']}:{r['delay_provider_s']:g}" for r in t.retries) or "-"
+        prefix = "-" if t.truncation_prefix_bytes is None else str(t.truncation_prefix_bytes)
+        p(f"{t.scenario:<20} {t.outcome + ('' if t.ok else ' (!)'):<25} {t.attempts:>3} {t.heartbeats:>4} {t.notices:>3} "
+          f"{retries[:44]:<44} {(t.stop_reason or '-'):<10} {prefix:>6}")
+    p()
+    a = accounting
+    p(f"accounting: {a['turns']} turns, {a['agent_requests']} agent calls, {a['provider_attempts']} provider attempts, "
+      f"{a['model_visible_continuations']} model-visible continuation(s), {a['provider_failures']} provider failure(s) "
+      f"reported as provider failures, {a['wall_budget_stops']} wall-budget stop(s), {a['no_reply']} 'no reply', "
+      f"{a['fake_continue_turns']} fake 'please continue' turns")
+    if telemetry:
+        p(f"telemetry: {telemetry['attempt_spans']} attempt spans {telemetry['attempt_outcomes']}; "
+          f"span events {telemetry['span_events']}")
+        p("counters: " + ", ".join(f"{k}={v:g}" for k, v in sorted(telemetry["counters"].items())))
+    p()
+    p("self-check: " + ("every turn behaved as the policy says" if ok else "SOME TURNS DID NOT BEHAVE AS EXPECTED"))

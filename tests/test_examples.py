@@ -1,0 +1,53 @@
+"""Every example under examples/ and every README block marked runnable, against the simulated provider."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from otel_liveness.testing import SimulatedProvider, anthropic_reply, openai_chat_reply, steps as s
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def server():  # type: ignore[no-untyped-def]
+    with SimulatedProvider(time_scale=0.01) as provider:
+        provider.add("ex", [[s.Headers(), *anthropic_reply("Example answer.", think_pings=3)]])
+        provider.add("ex-openai", [[s.Headers(), *openai_chat_reply("Example answer.")]])
+        yield provider
+
+
+def run(code_or_path: str | pathlib.Path, server: SimulatedProvider) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-example", "ANTHROPIC_BASE_URL": server.base_url("ex"),
+           "OPENAI_API_KEY": "sk-example", "OPENAI_BASE_URL": server.base_url("ex-openai") + "/v1"}
+    args = [sys.executable, str(code_or_path)] if isinstance(code_or_path, pathlib.Path) else [sys.executable, "-c", code_or_path]
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs(path: pathlib.Path, server) -> None:  # type: ignore[no-untyped-def]
+    proc = run(path, server)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Example answer." in proc.stdout or "completed" in proc.stdout
+
+
+def readme_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", text, re.S)
+
+
+def test_readme_has_runnable_blocks() -> None:
+    assert len(readme_blocks()) >= 3
+
+
+@pytest.mark.parametrize("index", range(len(readme_blocks())))
+def test_readme_block_runs(index: int, server) -> None:  # type: ignore[no-untyped-def]
+    proc = run(readme_blocks()[index], server)
+    assert proc.returncode == 0, proc.stderr[-2000:]
