@@ -8,7 +8,18 @@ BIN    := $(VENV)/bin
 # Re-install when the dependency list changes.
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench clean system-deps collector
+
+# Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end run.
+system-deps:
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
+	  echo "installing prometheus (Debian)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+# The collector distribution (ocb), cached by the manifest's hash.
+collector:
+	collector/build.sh >/dev/null
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,7 +34,7 @@ demo: install
 	$(BIN)/otel-liveness demo $(DEMO_ARGS)
 
 # pytest's exit 5 ("no tests collected") is a failure here, not a pass.
-test: install
+test: install system-deps collector
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS); status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 

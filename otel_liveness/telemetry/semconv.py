@@ -98,6 +98,8 @@ M_RETRY_DELAY: Final = ("liveness.retry.delay", "s", "Delay before a retry")
 M_TTFC: Final = ("gen_ai.client.operation.time_to_first_chunk", "s", "Time to the first semantic frame of an attempt")
 M_OPERATION_DURATION: Final = ("gen_ai.client.operation.duration", "s", "Duration of a GenAI operation (all attempts)")
 M_TOKEN_USAGE: Final = ("gen_ai.client.token.usage", "{token}", "Tokens used")
+M_EXPORT_FAILURES: Final = ("liveness.telemetry.export_failures", "{failure}",
+                            "Telemetry exports that failed and were dropped (collector down, network)")
 
 #: Bucket advice. The GenAI conventions' duration buckets, extended to half an hour: long-thinking
 #: models are silent for many minutes, and a fixed watchdog shows as a band at its threshold.
@@ -124,4 +126,5 @@ PROMETHEUS: Final = {
     "retry_delay": "liveness_retry_delay_seconds",
     "ttfc": "gen_ai_client_operation_time_to_first_chunk_seconds",
     "operation_duration": "gen_ai_client_operation_duration_seconds",
+    "export_failures": "liveness_telemetry_export_failures_total",
 }

@@ -1,0 +1,180 @@
+"""Real binaries on loopback for the end-to-end tests: the collector built from
+collector/manifest.yaml and Debian's prometheus."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def collector_binary() -> str:
+    override = os.environ.get("OTEL_LIVENESS_OTELCOL")
+    if override:
+        return override
+    out = subprocess.run([str(ROOT / "collector" / "build.sh")], capture_output=True, text=True, timeout=3000)
+    if out.returncode != 0:
+        raise RuntimeError("collector build failed:\n" + out.stderr[-3000:])
+    return out.stdout.strip().splitlines()[-1]
+
+
+def wait_http(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except Exception as exc:  # noqa: BLE001
+            last = exc
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} not ready: {last}")
+
+
+class Collector:
+    def __init__(self, binary: str, tmp: pathlib.Path, config: pathlib.Path | None = None,
+                 ports: dict[str, int] | None = None) -> None:
+        self.binary = binary
+        self.config = config or ROOT / "collector" / "config.yaml"
+        self.ports = ports or {name: free_port() for name in ("grpc", "http", "prom", "health", "self")}
+        self.env = {
+            **os.environ,
+            "OTELCOL_OTLP_GRPC_ENDPOINT": f"127.0.0.1:{self.ports['grpc']}",
+            "OTELCOL_OTLP_HTTP_ENDPOINT": f"127.0.0.1:{self.ports['http']}",
+            "OTELCOL_PROMETHEUS_ENDPOINT": f"127.0.0.1:{self.ports['prom']}",
+            "OTELCOL_HEALTH_ENDPOINT": f"127.0.0.1:{self.ports['health']}",
+            "OTELCOL_SELF_METRICS_HOST": "127.0.0.1",
+            "OTELCOL_SELF_METRICS_PORT": str(self.ports["self"]),
+            "OTELCOL_TRACES_ENDPOINT": f"127.0.0.1:{free_port()}",  # no traces backend: export fails, logged
+            "OTELCOL_SPANMETRICS_FLUSH": "1s",
+            "OTELCOL_BATCH_TIMEOUT": "200ms",
+            "OTELCOL_TAIL_DECISION_WAIT": "1s",
+        }
+        self.log = tmp / "otelcol.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def otlp_http(self) -> str:
+        return f"http://127.0.0.1:{self.ports['http']}"
+
+    def start(self) -> Collector:
+        self.proc = subprocess.Popen([self.binary, "--config", str(self.config)], env=self.env,
+                                     stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        try:
+            wait_http(f"http://127.0.0.1:{self.ports['health']}/")
+        except TimeoutError:
+            raise RuntimeError("collector did not start:\n" + self.log.read_text()[-3000:]) from None
+        return self
+
+    def scrape(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ports['prom']}/metrics", timeout=5) as response:
+            return response.read().decode()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+
+def scaled_rules(tmp: pathlib.Path, factor: int = 30) -> pathlib.Path:
+    """The real rules file with every duration divided by ``factor`` (2m -> 4s): same expressions,
+    a test-sized clock."""
+    text = (ROOT / "collector" / "rules" / "liveness.rules.yml").read_text()
+    units = {"s": 1, "m": 60, "h": 3600}
+
+    def scale(match: re.Match[str]) -> str:
+        seconds = int(match.group(1)) * units[match.group(2)]
+        return f"{match.group(0)[0]}{max(1, seconds // factor)}s{match.group(0)[-1]}"
+
+    text = re.sub(r"(?<=\[)(\d+)([smh])(?=\])", lambda m: f"{max(1, int(m.group(1)) * units[m.group(2)] // factor)}s", text)
+    text = re.sub(r"(?<=offset )(\d+)([smh])\b", lambda m: f"{max(1, int(m.group(1)) * units[m.group(2)] // factor)}s", text)
+    text = re.sub(r"(?<=for: )(\d+)([smh])\b", lambda m: f"{max(1, int(m.group(1)) * units[m.group(2)] // factor)}s", text)
+    # per-minute rates stay per-minute: "* 60" is a unit, not a window
+    path = tmp / "liveness.rules.scaled.yml"
+    path.write_text(text)
+    return path
+
+
+class Prometheus:
+    def __init__(self, tmp: pathlib.Path, target: str, rules: pathlib.Path) -> None:
+        self.port = free_port()
+        self.dir = tmp / "prometheus"
+        self.dir.mkdir(exist_ok=True)
+        self.config = self.dir / "prometheus.yml"
+        self.config.write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            f"rule_files:\n  - {rules}\n"
+            "scrape_configs:\n  - job_name: otelcol\n    honor_labels: true\n"
+            f"    static_configs:\n      - targets: ['{target}']\n"
+        )
+        self.log = tmp / "prometheus.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Prometheus:
+        binary = shutil.which("prometheus") or "/usr/bin/prometheus"
+        self.proc = subprocess.Popen(
+            [binary, f"--config.file={self.config}", f"--storage.tsdb.path={self.dir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        try:
+            wait_http(f"http://127.0.0.1:{self.port}/-/ready")
+        except TimeoutError:
+            raise RuntimeError("prometheus did not start:\n" + self.log.read_text()[-3000:]) from None
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.proc = None
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = json.load(response)
+        assert body["status"] == "success", body
+        return body["data"]["result"]
+
+    def value(self, expr: str) -> float | None:
+        result = self.query(expr)
+        return float(result[0]["value"][1]) if result else None
+
+    def wait_value(self, expr: str, predicate: Any, timeout: float = 40.0) -> float | None:
+        deadline = time.monotonic() + timeout
+        value = None
+        while time.monotonic() < deadline:
+            value = self.value(expr)
+            if value is not None and predicate(value):
+                return value
+            time.sleep(0.5)
+        raise AssertionError(f"{expr} = {value} did not satisfy the condition within {timeout}s")

@@ -1,0 +1,176 @@
+"""End to end with real binaries: the transport exports OTLP to the collector built from
+collector/manifest.yaml; Debian's Prometheus scrapes it and evaluates the real rules (durations
+scaled down); series names, counts, the RawIdleStorm alert and collector outages are checked."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import time
+from collections.abc import Iterator
+
+import httpx2
+import pytest
+
+import otel_liveness
+from otel_liveness import Policy
+from otel_liveness.telemetry import TelemetryHook
+from otel_liveness.telemetry import semconv as S
+from otel_liveness.telemetry.export import otlp_http
+from otel_liveness.testing import SimulatedProvider, anthropic_reply, steps as s
+from otel_liveness.testing.scripts import anthropic_status
+
+from .stack import ROOT, Collector, Prometheus, collector_binary, scaled_rules
+
+BODY = {"model": "claude-e2e", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+POLICY = Policy(raw_idle_timeout=0.2, semantic_notice_interval=0.1, backoff_initial=0.01, backoff_max=0.02,
+                max_retry_after=0.1, max_attempts=2)
+
+
+@pytest.fixture(scope="module")
+def binary() -> str:
+    return collector_binary()
+
+
+@pytest.fixture(scope="module")
+def stack(binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Collector, Prometheus]]:
+    tmp = tmp_path_factory.mktemp("e2e")
+    collector = Collector(binary, tmp).start()
+    prometheus = Prometheus(tmp, f"127.0.0.1:{collector.ports['prom']}", scaled_rules(tmp)).start()
+    try:
+        yield collector, prometheus
+    finally:
+        prometheus.stop()
+        collector.stop()
+
+
+@pytest.mark.parametrize("config", ["config.yaml", "topology/agent.yaml"])
+def test_configs_validate(binary: str, config: str) -> None:
+    proc = subprocess.run([binary, "validate", "--config", str(ROOT / "collector" / config)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_rules_check_and_unit_tests() -> None:
+    rules = ROOT / "collector" / "rules"
+    check = subprocess.run(["promtool", "check", "rules", str(rules / "liveness.rules.yml")], capture_output=True, text=True)
+    assert check.returncode == 0 and "SUCCESS" in check.stdout + check.stderr, check.stdout + check.stderr
+    unit = subprocess.run(["promtool", "test", "rules", "liveness.test.yml"], cwd=rules, capture_output=True, text=True)
+    assert unit.returncode == 0 and "SUCCESS" in unit.stdout + unit.stderr, unit.stdout + unit.stderr
+
+
+class App:
+    """The instrumented application: real transport, real exporters (OTLP/HTTP to the collector)."""
+
+    def __init__(self, endpoint: str, service: str) -> None:
+        self.tracer_provider, self.meter_provider, self.span_exporter, self.metric_exporter = otlp_http(
+            endpoint, service_name=service, export_interval_ms=500, timeout_s=1.0)
+        self.hook = TelemetryHook(self.tracer_provider, self.meter_provider, logs=False)
+
+    def call(self, url: str) -> tuple[int | None, BaseException | None, float]:
+        transport = otel_liveness.wrap(httpx2.HTTPTransport(), POLICY, hooks=[self.hook])
+        started = time.monotonic()
+        with httpx2.Client(transport=transport, timeout=10) as client:
+            try:
+                with client.stream("POST", url + "/v1/messages", json=BODY) as response:
+                    response.read()
+                    return response.status_code, None, time.monotonic() - started
+            except Exception as exc:  # noqa: BLE001
+                return None, exc, time.monotonic() - started
+
+    def flush(self) -> None:
+        self.tracer_provider.force_flush()
+        self.meter_provider.force_flush()
+
+    def close(self) -> None:
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
+
+
+def test_end_to_end_series_counts_and_storm(stack) -> None:  # type: ignore[no-untyped-def]
+    collector, prom = stack
+    app = App(collector.otlp_http, "e2e-agent")
+    with SimulatedProvider(time_scale=0.01) as provider:
+        healthy = provider.add("healthy", [[s.Headers(), *anthropic_reply("ok", think_pings=4, ping_every=5.0)]])
+        retried = provider.add("retried", [[anthropic_status(529, "overloaded_error")], [s.Headers(), *anthropic_reply()]])
+        limited = provider.add("limited", [[anthropic_status(429, "rate_limit_error", (("retry-after-ms", "20"),))],
+                                           [s.Headers(), *anthropic_reply()]])
+        cut = provider.add("cut", [[s.Headers(), *anthropic_reply("abcd", deltas=4, stall_after=2), s.Stall()]])
+        for _ in range(4):
+            assert app.call(healthy)[0] == 200
+        assert app.call(retried)[0] == 200
+        assert app.call(limited)[0] == 200
+        assert isinstance(app.call(cut)[1], otel_liveness.StreamTruncated)
+        app.flush()
+        # Expected, from the scenarios: 4 + 2 + 2 + 1 attempts.
+        job = 'job="e2e-agent"'
+        prom.wait_value(f"sum(liveness_attempts_total{{{job}}})", lambda v: v == 9)
+        by_outcome = {r["metric"]["liveness_attempt_outcome"]: float(r["value"][1]) for r in
+                      prom.query(f"sum by (liveness_attempt_outcome) (liveness_attempts_total{{{job}}})")}
+        assert by_outcome == {"completed": 6, "provider_error": 1, "rate_limited": 1, "truncated": 1}
+        assert prom.value(f"sum(liveness_retries_total{{{job}}})") == 2
+        retry_reasons = {r["metric"]["liveness_retry_reason"] for r in prom.query(f"liveness_retries_total{{{job}}}")}
+        assert retry_reasons == {"overloaded", "rate_limited"}
+        assert prom.value(f"sum(liveness_heartbeats_total{{{job}}})") == 16
+        notices = prom.value(f"sum(liveness_semantic_notices_total{{{job}}})")
+        assert notices is not None and notices >= 4
+        assert prom.value(f"sum(liveness_truncations_total{{{job}}})") == 1
+        assert prom.value(f'sum(liveness_requests_total{{{job},liveness_stop_reason="truncated"}})') == 1
+        # No name drift: every series the rules and dashboards use exists with its labels.
+        for name in S.PROMETHEUS.values():
+            if name == S.PROMETHEUS["export_failures"] or name == S.PROMETHEUS["wall_stops"]:
+                continue  # only exist once something failed / a budget expired
+            suffix = "_count" if name.endswith("_seconds") else ""
+            assert prom.query(f"{name}{suffix}{{{job}}}"), name
+        series = prom.query(f"liveness_attempts_total{{{job}}}")[0]["metric"]
+        assert {"gen_ai_provider_name", "gen_ai_request_model", "liveness_attempt_outcome"} <= set(series)
+        assert series["gen_ai_provider_name"] == "anthropic" and series["gen_ai_request_model"] == "claude-e2e"
+        prom.wait_value(f'sum(traces_span_metrics_calls_total{{{job},liveness_attempt_outcome="truncated"}})', lambda v: v == 1)
+        prom.wait_value(f'sum(traces_span_metrics_events_total{{{job},liveness_event_kind="retry_scheduled"}})', lambda v: v == 2)
+        assert prom.query(f'traces_span_metrics_duration_seconds_bucket{{{job}}}')
+        # The healthy traffic does not page.
+        assert prom.query('ALERTS{alertname="RawIdleStorm"}') == []
+        # A raw-idle storm: attempts die of silence before content, fleet-wide.
+        dead = provider.add("dead", [[s.Headers(), anthropic_reply()[0], s.Stall()]])
+        storm_end = time.monotonic() + 12
+        while time.monotonic() < storm_end:
+            _, error, _ = app.call(dead)
+            assert isinstance(error, otel_liveness.ProviderError)
+            app.call(healthy)
+        app.flush()
+        prom.wait_value('count(ALERTS{alertname="RawIdleStorm",alertstate="firing",gen_ai_provider_name="anthropic"})',
+                        lambda v: v == 1, timeout=60)
+    app.close()
+
+
+def test_collector_outage_never_affects_the_app(binary: str, tmp_path: pathlib.Path) -> None:
+    collector = Collector(binary, tmp_path).start()
+    app = App(collector.otlp_http, "outage-agent")
+    with SimulatedProvider(time_scale=0.01) as provider:
+        url = provider.add("ok", [[s.Headers(), *anthropic_reply("fine", think_pings=2)]])
+        baseline = [app.call(url) for _ in range(3)]
+        assert all(status == 200 for status, _, _ in baseline)
+        collector.kill()
+        during = [app.call(url) for _ in range(5)]
+        app.flush()  # exports to a dead collector: dropped and counted, never raised
+        assert all(status == 200 and error is None for status, error, _ in during)
+        assert max(t for _, _, t in during) < max(t for _, _, t in baseline) + 1.0
+        assert app.span_exporter.failures >= 1 and app.span_exporter.items_dropped >= 1
+        # The collector returns (same ports): telemetry flows again, counters continue.
+        collector = Collector(binary, tmp_path, ports=collector.ports).start()
+        try:
+            assert app.call(url)[0] == 200
+            deadline = time.monotonic() + 30
+            total = 0.0
+            while time.monotonic() < deadline:
+                app.flush()
+                total = sum(float(line.rsplit(" ", 1)[1]) for line in collector.scrape().splitlines()
+                            if line.startswith("liveness_attempts_total{") and 'job="outage-agent"' in line)
+                if total == 9:
+                    break
+                time.sleep(0.5)
+            assert total == 9  # 3 before + 5 during the outage + 1 after: cumulative, nothing lost
+            assert app.span_exporter._failing is False
+        finally:
+            collector.stop()
+    app.close()
