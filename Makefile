@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 # Re-install when the dependency list changes.
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install demo test bench clean system-deps collector
+.PHONY: install demo test bench clean system-deps collector preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end run.
 system-deps:
@@ -41,6 +41,14 @@ test: install system-deps collector
 bench: install
 	$(BIN)/python -m benchmarks.bench_scanner
 	$(BIN)/python -m benchmarks.bench_transport
+
+# Regenerate dashboards/provider-liveness.json from dashboards/panels.py (Grafana Foundation SDK).
+dashboards: install
+	$(BIN)/python -m dashboards.generate
+
+# PNGs of the key panels: starts the collector and Prometheus on loopback, runs the demo, renders.
+preview: install system-deps collector
+	$(BIN)/python -m dashboards.preview --self-contained --out docs/preview
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -150,26 +150,21 @@ def _telemetry(otlp: str | None) -> tuple[Any, Any, Any, Any]:
         return None, None, None, lambda: None
     from .telemetry import TelemetryHook
 
-    tracer_provider = TracerProvider()
     exporter = reader = None
     if otlp:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from .telemetry.export import otlp_http
 
-        endpoint = otlp.rstrip("/")
-        tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint + "/v1/traces")))
-        metric_reader: Any = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint + "/v1/metrics"),
-                                                           export_interval_millis=2000)
+        tracer_provider, meter_provider, _, _ = otlp_http(otlp, service_name="otel-liveness-demo",
+                                                          export_interval_ms=2000)
     else:
         from opentelemetry.sdk.metrics.export import InMemoryMetricReader
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+        tracer_provider = TracerProvider()
         exporter = InMemorySpanExporter()
         tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-        metric_reader = reader = InMemoryMetricReader()
-    meter_provider = MeterProvider(metric_readers=[metric_reader])
+        reader = InMemoryMetricReader()
+        meter_provider = MeterProvider(metric_readers=[reader])
 
     def shutdown() -> None:
         tracer_provider.shutdown()
@@ -272,8 +267,9 @@ def _span_summary(exporter: Any, reader: Any) -> dict[str, Any]:
 
 
 def run_demo(*, names: list[str] | None = None, time_scale: float = 0.02, shadow: bool = False,
-             otlp: str | None = None, out: Any = sys.stdout, as_json: bool = False) -> tuple[int, dict[str, Any]]:
-    chosen = [sc for sc in SCENARIOS if not names or sc.name in names]
+             otlp: str | None = None, out: Any = sys.stdout, as_json: bool = False,
+             rounds: int = 1) -> tuple[int, dict[str, Any]]:
+    chosen = [sc for sc in SCENARIOS if not names or sc.name in names] * rounds
     hook, exporter, reader, shutdown = _telemetry(otlp)
     turns: list[TurnResult] = []
     say = (lambda *a: None) if as_json else (lambda *a: print(*a, file=out, flush=True))

@@ -174,3 +174,37 @@ def test_collector_outage_never_affects_the_app(binary: str, tmp_path: pathlib.P
         finally:
             collector.stop()
     app.close()
+
+
+def test_dashboard_panels_return_data_and_render(stack, tmp_path: pathlib.Path) -> None:  # type: ignore[no-untyped-def]
+    """Against the real Prometheus fed by the demo scenarios: every panel query returns data (the
+    alert table is checked in the storm test), key values match the scenarios, every name the
+    dashboard uses was seen, and the preview renders."""
+    from dashboards.panels import PANELS, substitute
+    from dashboards.preview import render_all
+    from otel_liveness.demo import SCENARIOS, run_demo
+
+    collector, prom = stack
+    status, result = run_demo(time_scale=0.01, otlp=collector.otlp_http, as_json=True,
+                              out=open("/dev/null", "w"), rounds=2)
+    assert status == 0
+    demo = 'job="otel-liveness-demo"'
+    expected_attempts = 2 * sum(sc.expect.attempts for sc in SCENARIOS)
+    prom.wait_value(f"sum(liveness_attempts_total{{{demo}}})", lambda v: v == expected_attempts)
+    prom.wait_value(f"sum(liveness_truncations_total{{{demo}}})", lambda v: v == 2)
+    time.sleep(3)  # a few more scrapes, so rates over short windows have two points
+    empty = []
+    for spec in PANELS:
+        for query in spec.queries:
+            if spec.key == "alerts":
+                continue
+            if not prom.query(substitute(query.expr, "30s")):
+                empty.append(spec.title)
+    assert empty == []
+    outcomes = {r["metric"]["liveness_attempt_outcome"] for r in
+                prom.query(substitute(PANELS[0].queries[0].expr, "1m").replace('job=~".*"', demo))}
+    assert {"completed", "rate_limited", "provider_error", "truncated", "wall_budget", "raw_silence"} <= outcomes
+    reasons = {r["metric"]["liveness_retry_reason"] for r in prom.query(f"liveness_retries_total{{{demo}}}")}
+    assert reasons == {r["reason"] for t in result["turns"] for r in t["retries"]}
+    drawn = render_all(f"http://127.0.0.1:{prom.port}", tmp_path, window=60.0, rate="30s")
+    assert len(drawn) >= 8 and all(p.stat().st_size > 5000 for p in drawn)

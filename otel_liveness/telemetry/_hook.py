@@ -252,14 +252,18 @@ class TelemetryHook:
         metric_attrs = {**state.metric_base, S.ATTEMPT_OUTCOME: outcome.value}
         if error_type:
             metric_attrs[S.ERROR_TYPE] = error_type
+        span = state.attempt_span
+        state.attempt_span = None
+        # Exemplars: latency points link to the attempt's trace (the SDK samples them from context).
+        ctx = trace.set_span_in_context(span) if span is not None else None
         self._attempts.add(1, metric_attrs)
         if record.duration is not None:
-            self._attempt_duration.record(record.duration, metric_attrs)
+            self._attempt_duration.record(record.duration, metric_attrs, context=ctx)
         if record.time_to_first_byte is not None:
-            self._ttfb.record(record.time_to_first_byte, state.metric_base)
+            self._ttfb.record(record.time_to_first_byte, state.metric_base, context=ctx)
         if record.time_to_first_semantic is not None:
-            self._ttfc.record(record.time_to_first_semantic, state.metric_base)
-        self._max_gap.record(record.max_semantic_gap, state.metric_base)
+            self._ttfc.record(record.time_to_first_semantic, state.metric_base, context=ctx)
+        self._max_gap.record(record.max_semantic_gap, state.metric_base, context=ctx)
         if outcome is AttemptOutcome.TRUNCATED:
             self._truncations.add(1, state.metric_base)
         input_tokens = next((record.usage[k] for k in _INPUT if k in record.usage), None)
@@ -267,8 +271,6 @@ class TelemetryHook:
         for kind, value in (("input", input_tokens), ("output", output_tokens)):
             if value is not None:
                 self._tokens.record(value, {**state.metric_base, S.GEN_AI_TOKEN_TYPE: kind})
-        span = state.attempt_span
-        state.attempt_span = None
         if span is None:
             return
         attrs: dict[str, Any] = {
@@ -322,7 +324,8 @@ class TelemetryHook:
         if failed:
             duration_attrs[S.ERROR_TYPE] = report.cause or stop.value
         if report.duration is not None:
-            self._operation.record(report.duration, duration_attrs)
+            ctx = trace.set_span_in_context(state.request_span) if state.request_span is not None else None
+            self._operation.record(report.duration, duration_attrs, context=ctx)
         if stop is StopReason.WALL_BUDGET:
             self._wall_stops.add(1, state.metric_base)
         if self._logs and stop in (StopReason.EXHAUSTED, StopReason.RATE_LIMITED):

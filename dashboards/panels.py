@@ -1,0 +1,158 @@
+"""The panels of the "Provider liveness" dashboard as data: titles, kinds and PromQL queries.
+
+Kept apart from the builder code so that tests can parse every query with the real PromQL
+parser (promtool) and run it against the end-to-end Prometheus, and so that the preview renderer
+draws exactly what Grafana would query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SEL = 'job=~"$service", gen_ai_provider_name=~"$provider", gen_ai_request_model=~"$model"'
+PSEL = 'gen_ai_provider_name=~"$provider"'
+RI = "$__rate_interval"
+
+#: RawIdleStorm's threshold, drawn on its panel (collector/rules/liveness.rules.yml).
+RAW_IDLE_THRESHOLD = 0.25
+
+
+@dataclass(frozen=True)
+class Query:
+    expr: str
+    legend: str = ""
+    instant: bool = False
+    heatmap: bool = False
+    exemplar: bool = False
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    title: str
+    kind: str  # timeseries | heatmap | table | stat
+    queries: tuple[Query, ...]
+    unit: str = "short"
+    description: str = ""
+    row: str = ""
+    threshold: float | None = None
+    stacked: bool = False
+    key: str = ""  # panels cross-checked by the end-to-end test and drawn by the preview
+    width: int = 12
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def _hq(q: float, metric: str, by: str = "") -> str:
+    return f"histogram_quantile({q}, sum by (le{by}) (rate({metric}_bucket{{{SEL}}}[{RI}])))"
+
+
+PANELS: tuple[PanelSpec, ...] = (
+    PanelSpec(
+        "Attempts per second by outcome", "timeseries",
+        (Query(f"sum by (liveness_attempt_outcome) (rate(liveness_attempts_total{{{SEL}}}[{RI}]))",
+               "{{liveness_attempt_outcome}}"),),
+        unit="reqps", row="Attempts", stacked=True, key="attempts_by_outcome",
+        description="Every provider attempt, one series per outcome: completed, raw_silence, provider_error, "
+                    "rate_limited, truncated, wall_budget, cancelled... never one blended error rate.",
+    ),
+    PanelSpec(
+        "Requests by stop reason", "timeseries",
+        (Query(f"sum by (liveness_stop_reason) (rate(liveness_requests_total{{{SEL}}}[{RI}]))",
+               "{{liveness_stop_reason}}"),),
+        unit="reqps", row="Attempts", stacked=True, key="requests_by_stop",
+        description="What callers saw: completed, truncated, exhausted (ProviderError), rate_limited, wall_budget, rejected.",
+    ),
+    PanelSpec(
+        "Semantic-silence notices", "timeseries",
+        (Query(f"sum by (gen_ai_provider_name) (rate(liveness_semantic_notices_total{{{SEL}}}[{RI}]))",
+               "{{gen_ai_provider_name}}"),),
+        unit="short", row="Waits", key="notices",
+        description="Models thinking with no content yet (a wait, not a failure).",
+    ),
+    PanelSpec(
+        "Heartbeat rate", "timeseries",
+        (Query(f"sum by (gen_ai_provider_name) (rate(liveness_heartbeats_total{{{SEL}}}[{RI}]))",
+               "{{gen_ai_provider_name}}"),),
+        unit="short", row="Waits", key="heartbeats",
+        description="Keep-alive frames (pings, SSE comments) per second: the wire is alive.",
+    ),
+    PanelSpec(
+        "Semantic gaps (longest silence per attempt)", "heatmap",
+        (Query(f"sum by (le) (rate(liveness_attempt_max_semantic_gap_seconds_bucket{{{SEL}}}[{RI}]))",
+               "{{le}}", heatmap=True),),
+        unit="s", row="Waits", key="semantic_gaps",
+    ),
+    PanelSpec(
+        "Time to first semantic frame", "timeseries",
+        (Query(_hq(0.5, "gen_ai_client_operation_time_to_first_chunk_seconds"), "p50", exemplar=True),
+         Query(_hq(0.95, "gen_ai_client_operation_time_to_first_chunk_seconds"), "p95", exemplar=True)),
+        unit="s", row="Waits", key="ttfc",
+    ),
+    PanelSpec(
+        "Retries by reason", "timeseries",
+        (Query(f"sum by (liveness_retry_reason) (rate(liveness_retries_total{{{SEL}}}[{RI}]))",
+               "{{liveness_retry_reason}}"),),
+        unit="short", row="Retries", stacked=True, key="retries_by_reason",
+        description="Retries made inside the transport, below the transcript: invisible to the agent.",
+    ),
+    PanelSpec(
+        "Retry delay", "timeseries",
+        (Query(_hq(0.5, "liveness_retry_delay_seconds"), "p50"), Query(_hq(0.95, "liveness_retry_delay_seconds"), "p95")),
+        unit="s", row="Retries", key="retry_delay",
+    ),
+    PanelSpec(
+        "Attempts per request", "timeseries",
+        (Query(f"sum(rate(liveness_attempts_total{{{SEL}}}[{RI}])) / sum(rate(liveness_requests_total{{{SEL}}}[{RI}]))",
+               "attempts/request"),),
+        unit="short", row="Retries", key="attempts_per_request",
+    ),
+    PanelSpec(
+        "Truncations", "timeseries",
+        (Query(f"sum by (gen_ai_provider_name) (rate(liveness_truncations_total{{{SEL}}}[{RI}]))",
+               "{{gen_ai_provider_name}}"),),
+        unit="short", row="Truncations", key="truncations",
+        description="Replies cut after content was released (StreamTruncated: one model-visible continuation each).",
+    ),
+    PanelSpec(
+        "Truncation share", "timeseries",
+        (Query(f"sum(rate(liveness_truncations_total{{{SEL}}}[{RI}])) / sum(rate(liveness_requests_total{{{SEL}}}[{RI}]))",
+               "share"),),
+        unit="percentunit", row="Truncations", key="truncation_share",
+    ),
+    PanelSpec(
+        "RawIdleStorm ratio (attempts dying of raw silence)", "timeseries",
+        (Query(f"liveness:raw_idle_ratio:rate2m{{{PSEL}}}", "2m {{gen_ai_provider_name}}"),
+         Query(f"liveness:raw_idle_ratio:rate10m{{{PSEL}}}", "10m {{gen_ai_provider_name}}")),
+        unit="percentunit", row="Alerts", threshold=RAW_IDLE_THRESHOLD, key="raw_idle_ratio",
+        description="The alert fires when both windows stay above the line at more than 20 attempts a minute.",
+    ),
+    PanelSpec(
+        "Firing alerts", "table",
+        (Query('ALERTS{alertstate="firing", alertname=~"RawIdleStorm|RetryStorm|RateLimitStorm|TruncationSpike|WaitAnomaly"}',
+               "{{alertname}}", instant=True),),
+        row="Alerts", key="alerts",
+    ),
+    PanelSpec(
+        "Attempt durations", "heatmap",
+        (Query(f"sum by (le) (rate(liveness_attempt_duration_seconds_bucket{{{SEL}}}[{RI}]))", "{{le}}", heatmap=True),),
+        unit="s", row="Durations", width=24, key="attempt_durations",
+        description="A fixed watchdog shows up as a band at a constant duration: the policy shining through.",
+    ),
+    PanelSpec(
+        "Operation duration (all attempts)", "timeseries",
+        (Query(_hq(0.5, "gen_ai_client_operation_duration_seconds"), "p50", exemplar=True),
+         Query(_hq(0.95, "gen_ai_client_operation_duration_seconds"), "p95", exemplar=True)),
+        unit="s", row="Durations", key="operation_duration",
+    ),
+)
+
+VARIABLES = {
+    "service": "label_values(liveness_attempts_total, job)",
+    "provider": "label_values(liveness_attempts_total, gen_ai_provider_name)",
+    "model": 'label_values(liveness_attempts_total{gen_ai_provider_name=~"$provider"}, gen_ai_request_model)',
+}
+
+
+def substitute(expr: str, rate_interval: str = "1m") -> str:
+    """A panel query with Grafana's variables filled in (all values), for promtool and Prometheus."""
+    return (expr.replace("$__rate_interval", rate_interval).replace('=~"$service"', '=~".*"')
+            .replace('=~"$provider"', '=~".*"').replace('=~"$model"', '=~".*"'))
