@@ -129,15 +129,18 @@ class SSEScanner:
     :meth:`~otel_liveness.core.providers.ProviderProfile.classify_blocks`.
     """
 
-    __slots__ = ("max_frame_bytes", "_buf", "_started", "_pending_cr", "_raw_mode")
+    __slots__ = ("max_frame_bytes", "_parts", "_pending", "_started", "_pending_cr", "_raw_mode")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
         self.max_frame_bytes = max_frame_bytes
-        # Invariant: _buf is the LF-normalised block in progress, from its start (or from its first
-        # field line once head comments were split off). It never holds a complete block.
-        self._buf = b""
+        # Invariant: _parts joined is the LF-normalised block in progress, from its start (or from its
+        # first field line once head comments were split off); it never holds a complete block.
+        # Parts are joined only when a block boundary may have arrived, so feeding a frame one
+        # byte at a time stays linear (no re-copying of a growing buffer per read).
+        self._parts: list[bytes] = []
+        self._pending = 0
         self._started = False  # BOM check done
         self._pending_cr = False  # the previous chunk ended with CR
         self._raw_mode = True  # not started or CR pending: chunks need _normalise
@@ -145,7 +148,7 @@ class SSEScanner:
     @property
     def buffered(self) -> int:
         """Bytes held for an incomplete frame (never more than ``max_frame_bytes``)."""
-        return len(self._buf)
+        return self._pending
 
     def feed(self, chunk: bytes) -> list[Frame]:
         """Consume ``chunk``; return the frames it completed (possibly none)."""
@@ -166,7 +169,7 @@ class SSEScanner:
         a caller may classify it by prefix without feeding it (scanner state is unchanged by such a
         chunk: it would be consumed whole). The transport's per-read fast path."""
         return (
-            not self._buf
+            not self._parts
             and not self._raw_mode
             and chunk.find(b"\n\n") == len(chunk) - 2
             and 13 not in chunk
@@ -182,7 +185,22 @@ class SSEScanner:
             chunk = self._normalise(chunk)
             if not chunk:
                 return []
-        buf = self._buf + chunk
+        parts = self._parts
+        if parts:
+            if (
+                chunk.find(b"\n\n") < 0
+                and not (chunk[0] == 10 and parts[-1][-1] == 10)
+                and not (parts[0][0] == 58 and 10 in chunk)  # a head comment line may have ended
+            ):
+                parts.append(chunk)  # no block can have ended: keep the piece, copy nothing
+                self._pending += len(chunk)
+                if self._pending > self.max_frame_bytes:
+                    raise FrameTooLarge(self._pending, self.max_frame_bytes)
+                return []
+            parts.append(chunk)
+            buf = b"".join(parts)
+        else:
+            buf = chunk
         blocks = buf.split(b"\n\n")
         rest = blocks.pop()
         if (
@@ -192,8 +210,16 @@ class SSEScanner:
             or rest[:1] == b":"
         ):
             return self._careful(blocks, rest)
-        self._buf = rest
+        self._keep(rest)
         return blocks
+
+    def _keep(self, rest: bytes) -> None:
+        if rest:
+            self._parts = [rest]
+            self._pending = len(rest)
+        else:
+            self._parts = []
+            self._pending = 0
 
     def _careful(self, blocks: list[bytes], rest: bytes) -> list[bytes]:
         """The uncommon cases: runs of blank lines, head comments, and the size bound."""
@@ -213,7 +239,7 @@ class SSEScanner:
             rest = rest[nl + 1 :].lstrip(b"\n")
         if len(rest) > self.max_frame_bytes:
             raise FrameTooLarge(len(rest), self.max_frame_bytes)
-        self._buf = rest
+        self._keep(rest)
         return blocks
 
     def _normalise(self, chunk: bytes) -> bytes:
@@ -222,12 +248,12 @@ class SSEScanner:
             chunk = b"\r" + chunk
             self._pending_cr = False
         if not self._started:
-            head = self._buf + chunk
+            head = b"".join(self._parts) + chunk
             if len(head) < 3 and _BOM.startswith(head):
-                self._buf = head  # might still become a BOM
+                self._keep(head)  # might still become a BOM
                 return b""
             self._started = True
-            self._buf = b""
+            self._keep(b"")
             chunk = head[3:] if head.startswith(_BOM) else head
         if b"\r" in chunk:
             if chunk[-1:] == b"\r":
@@ -239,11 +265,11 @@ class SSEScanner:
 
     def close_blocks(self) -> list[bytes]:
         """End of stream: the final unterminated block, if any."""
-        tail = self._buf
+        tail = b"".join(self._parts)
         if not self._started:
             tail = tail[3:] if tail.startswith(_BOM) else tail
             self._started = True
-        self._buf = b""
+        self._keep(b"")
         self._pending_cr = False
         self._raw_mode = False
         tail = tail.strip(b"\n")
