@@ -47,7 +47,8 @@ def fields(frames: list[Frame]) -> list[tuple[str | None, bytes]]:
         (b": OPENROUTER PROCESSING\n\n", [(COMMENT, b"OPENROUTER PROCESSING")]),
         (b": keep\n: alive\ndata: x\n\n", [(COMMENT, b"keep"), (COMMENT, b"alive"), (None, b"x")]),
         (b"data: x\n\n\n\n\ndata: y\n\n", [(None, b"x"), (None, b"y")]),
-        (b"data: unterminated", [(None, b"unterminated")]),  # flushed by close()
+        (b"data: unterminated", []),  # an incomplete final event is not dispatched (spec)
+        (b"event: message_stop\ndata: {\"t", []),
         (b"event: e\nfoo: bar\ndata: x\n\n", [("e", b"x")]),  # unknown field ignored
         (b"data\n\n", [(None, b"")]),  # a field name alone
         (b"\n\n\n", []),

@@ -5,8 +5,7 @@ Feed it bytes, get :class:`Frame` objects back::
     scanner = SSEScanner(max_frame_bytes=1 << 20)
     for frame in scanner.feed(chunk):
         ...
-    for frame in scanner.close():   # end of stream: flush a final unterminated frame
-        ...
+    scanner.close()   # end of stream: an unterminated final event is dropped, as the spec says
 
 Framing follows the WHATWG ``text/event-stream`` rules: LF, CR and CRLF line ends (a CR at the end
 of a chunk is held back until the next byte tells whether it starts a CRLF), multi-line ``data``
@@ -129,7 +128,7 @@ class SSEScanner:
     :meth:`~otel_liveness.core.providers.ProviderProfile.classify_blocks`.
     """
 
-    __slots__ = ("max_frame_bytes", "_parts", "_pending", "_started", "_pending_cr", "_raw_mode")
+    __slots__ = ("max_frame_bytes", "_parts", "_pending", "_started", "_pending_cr", "_raw_mode", "discarded")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         if max_frame_bytes <= 0:
@@ -144,6 +143,7 @@ class SSEScanner:
         self._started = False  # BOM check done
         self._pending_cr = False  # the previous chunk ended with CR
         self._raw_mode = True  # not started or CR pending: chunks need _normalise
+        self.discarded = 0  # bytes of an unterminated final event dropped by close()
 
     @property
     def buffered(self) -> int:
@@ -158,7 +158,7 @@ class SSEScanner:
         return out
 
     def close(self) -> list[Frame]:
-        """End of stream: return a final frame that had no terminating blank line, if any."""
+        """End of stream (see :meth:`close_blocks`: an unterminated final event is dropped)."""
         out: list[Frame] = []
         for block in self.close_blocks():
             parse_block(block, out)
@@ -264,13 +264,14 @@ class SSEScanner:
         return chunk
 
     def close_blocks(self) -> list[bytes]:
-        """End of stream: the final unterminated block, if any."""
-        tail = b"".join(self._parts)
-        if not self._started:
-            tail = tail[3:] if tail.startswith(_BOM) else tail
-            self._started = True
+        """End of stream. An event not terminated by a blank line is incomplete and, as the spec
+        says, not dispatched (``discarded`` counts its bytes); only a block completed by a CR held
+        back from the last read is returned."""
+        # A CR held back at the end of the last read was a line end after all.
+        out = self.feed_blocks(b"\n") if self._pending_cr else []
+        self.discarded = self._pending if self._started else 0
         self._keep(b"")
+        self._started = True
         self._pending_cr = False
         self._raw_mode = False
-        tail = tail.strip(b"\n")
-        return [tail] if tail else []
+        return out

@@ -274,5 +274,17 @@ def send_context(hooks: list[Any]) -> Any:
     return contextlib.nullcontext()
 
 
+_HOOK_FAILURES: dict[tuple[str, str], int] = {}
+
+
 def log_hook_error(hook: Any, exc: Exception) -> None:
-    log.warning("otel-liveness: hook %r raised %s; the event was dropped", hook, type(exc).__name__, exc_info=exc)
+    """A hook raised: the event is dropped. The first failure of each (hook type, error type) is a
+    WARNING with the traceback, then every 1000th; the rest are DEBUG, so a broken telemetry
+    backend cannot flood the application's logs."""
+    key = (type(hook).__qualname__, type(exc).__name__)
+    count = _HOOK_FAILURES[key] = _HOOK_FAILURES.get(key, 0) + 1
+    if count == 1 or count % 1000 == 0:
+        log.warning("otel-liveness: hook %r raised %s (%d so far); its events are dropped", hook, type(exc).__name__,
+                    count, exc_info=exc)
+    else:
+        log.debug("otel-liveness: hook %r raised %s", hook, type(exc).__name__)
