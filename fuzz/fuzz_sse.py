@@ -1,0 +1,85 @@
+"""Coverage-guided fuzzing (atheris) of the SSE scanner, the classifiers and the engine's feed.
+
+    python fuzz/fuzz_sse.py -max_total_time=600          # on demand, longer
+    python fuzz/fuzz_sse.py -atheris_runs=20000          # bounded (the default test run does this)
+
+Checks on every input: no exception but FrameTooLarge/MalformedStream; the buffer never exceeds
+the bound; any chunking gives the same frames and kinds; the engine releases only bytes it was
+given, in order.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import atheris
+
+with atheris.instrument_imports():
+    from otel_liveness.core.engine import RequestSession
+    from otel_liveness.core.errors import FrameTooLarge, MalformedStream
+    from otel_liveness.core.policy import Policy
+    from otel_liveness.core.providers import PROFILES, StreamFacts
+    from otel_liveness.core.sse import SSEScanner
+
+BOUND = 512
+PROVIDERS = sorted(PROFILES)
+
+
+def scan(data: bytes, cuts: list[int], provider: str) -> tuple[list[tuple[object, bytes]], list[str]] | None:
+    scanner = SSEScanner(BOUND)
+    profile = PROFILES[provider]
+    facts = StreamFacts()
+    frames: list[tuple[object, bytes]] = []
+    kinds: list[str] = []
+    pos = 0
+    try:
+        for cut in [*cuts, len(data)]:
+            piece = data[pos:cut]
+            pos = cut
+            new = scanner.feed(piece)
+            frames += [(f.event, f.data) for f in new]
+            kinds += [profile.classify(f, facts).value for f in new]
+            assert scanner.buffered <= BOUND
+        tail = scanner.close()
+        frames += [(f.event, f.data) for f in tail]
+        kinds += [profile.classify(f, facts).value for f in tail]
+    except FrameTooLarge:
+        return None
+    return frames, kinds
+
+
+def test_one(raw: bytes) -> None:
+    fdp = atheris.FuzzedDataProvider(raw)
+    provider = PROVIDERS[fdp.ConsumeIntInRange(0, len(PROVIDERS) - 1)]
+    ncuts = fdp.ConsumeIntInRange(0, 8)
+    cuts_raw = [fdp.ConsumeIntInRange(0, 4096) for _ in range(ncuts)]
+    data = fdp.ConsumeBytes(fdp.remaining_bytes())
+    cuts = sorted({c % (len(data) + 1) for c in cuts_raw})
+    whole = scan(data, [], provider)
+    chunked = scan(data, cuts, provider)
+    assert (whole is None) == (chunked is None), (data, cuts)
+    assert whole == chunked, (data, cuts)
+    # The engine: releases only what it received, in order; never raises anything untyped.
+    session = RequestSession(Policy(max_frame_bytes=BOUND, provider=provider), provider=provider, streaming=True, now=0.0)
+    attempt = session.attempt(0.0)
+    attempt.headers(0.0, 200, {})
+    released = b""
+    pos = 0
+    try:
+        for i, cut in enumerate([*cuts, len(data)]):
+            released += attempt.feed(float(i), data[pos:cut])
+            pos = cut
+            attempt.poll(float(i))
+        released += attempt.eof(float(len(cuts) + 1))
+    except (FrameTooLarge, MalformedStream):
+        return
+    assert data.startswith(released) or attempt.failure is not None, (data, released)
+
+
+def main() -> None:
+    atheris.Setup(sys.argv, test_one)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
