@@ -34,6 +34,15 @@ def collector_binary() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+def terminate(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def wait_http(url: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     last: Exception | None = None
@@ -88,12 +97,7 @@ class Collector:
             return response.read().decode()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        terminate(self.proc)
         self.proc = None
 
     def kill(self) -> None:
@@ -150,13 +154,8 @@ class Prometheus:
         return self
 
     def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            self.proc = None
+        terminate(self.proc)
+        self.proc = None
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})

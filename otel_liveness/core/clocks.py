@@ -185,41 +185,22 @@ class AttemptClock:
             self.heartbeats += 1
             self.heartbeats_since_semantic += 1
         elif kind is FrameKind.SEMANTIC or kind is FrameKind.END:
-            gap = now - self.last_semantic
-            if gap > self.max_semantic_gap:
-                self.max_semantic_gap = gap
-            self.last_semantic = now
             self.heartbeats_since_semantic = 0
-            if self.notice_every is not None:
-                self.next_notice = now + self.notice_every
-            if self.first_semantic is None:
-                self.first_semantic = now - self.started
-            if kind is FrameKind.END:
-                self.phase = Phase.DONE
-            elif self.phase is not Phase.DONE:
-                self.phase = Phase.STREAMING
+            self._semantic(now, kind is FrameKind.END)
 
     def semantic_read(self, now: float, nbytes: int) -> None:
-        """One read holding exactly one semantic frame: :meth:`received` + :meth:`frame`, fused."""
+        """One read holding exactly one semantic frame: :meth:`received` + :meth:`frame`, fused
+        (the transport's per-read hot path)."""
         gap = now - self.last_raw
         if gap > self.max_raw_gap:
             self.max_raw_gap = gap
         self.last_raw = now
         self.bytes += nbytes
-        self.frames += 1
-        gap = now - self.last_semantic
-        if gap > self.max_semantic_gap:
-            self.max_semantic_gap = gap
-        self.last_semantic = now
-        self.heartbeats_since_semantic = 0
-        if self.notice_every is not None:
-            self.next_notice = now + self.notice_every
         if self.first_byte is None:
             self.first_byte = now - self.started
-        if self.first_semantic is None:
-            self.first_semantic = now - self.started
-        if self.phase is not Phase.DONE:
-            self.phase = Phase.STREAMING
+        self.frames += 1
+        self.heartbeats_since_semantic = 0
+        self._semantic(now, False)
 
     def frames_at(self, now: float, kinds: list[FrameKind]) -> None:
         """All ``kinds`` decoded at ``now`` (one read): same effect as :meth:`frame` for each, with
@@ -240,6 +221,10 @@ class AttemptClock:
             self.heartbeats_since_semantic = kinds[last:].count(_H)
         else:
             self.heartbeats_since_semantic = 0
+        self._semantic(now, end)
+
+    def _semantic(self, now: float, end: bool) -> None:
+        """Content (or the end) arrived at ``now``: reset the semantic clock and re-arm notices."""
         gap = now - self.last_semantic
         if gap > self.max_semantic_gap:
             self.max_semantic_gap = gap

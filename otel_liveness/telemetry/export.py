@@ -24,6 +24,10 @@ class _Counting:
         self.failures = 0
         self.items_dropped = 0
         self._failing = False
+        self.bind(meter_provider)
+
+    def bind(self, meter_provider: Any) -> None:
+        """Count failures on ``meter_provider`` (the global one when ``None``)."""
         meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider)
         self._counter = meter.create_counter(S.M_EXPORT_FAILURES[0], unit=S.M_EXPORT_FAILURES[1],
                                              description=S.M_EXPORT_FAILURES[2])
@@ -132,8 +136,7 @@ def otlp_http(endpoint: str, *, service_name: str = "otel-liveness", export_inte
         PeriodicExportingMetricReader(metric_exporter, export_interval_millis=export_interval_ms)])
     span_exporter = DropCountingSpanExporter(OTLPSpanExporter(endpoint=base + "/v1/traces", timeout=timeout_s),
                                              meter_provider)
-    metric_exporter._counter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider).create_counter(
-        S.M_EXPORT_FAILURES[0], unit=S.M_EXPORT_FAILURES[1], description=S.M_EXPORT_FAILURES[2])
+    metric_exporter.bind(meter_provider)  # the provider exists only once its reader wraps the exporter
     tracer_provider = TracerProvider(resource=resource)
     tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter, schedule_delay_millis=200))
     return tracer_provider, meter_provider, span_exporter, metric_exporter
