@@ -183,7 +183,8 @@ class AttemptSession:
         self.committed = False  # content was released to the caller
         self.done = False  # an end frame arrived
         self.failure: Failure | None = None  # an in-band error already seen
-        self.prefix = bytearray()  # released bytes, up to policy.max_prefix_bytes
+        # Released chunks (references, no copy) up to policy.max_prefix_bytes; joined on demand.
+        self._prefix: list[bytes] = []
         self.prefix_room = policy.max_prefix_bytes
         self.released = 0
         self.ended = False
@@ -348,6 +349,11 @@ class AttemptSession:
         self.held_bytes = 0
         return held
 
+    @property
+    def prefix(self) -> bytes:
+        """The released bytes (up to ``max_prefix_bytes``), in order."""
+        return b"".join(self._prefix)
+
     def _commit(self) -> None:
         self.committed = True
         self.clock.released()
@@ -356,7 +362,7 @@ class AttemptSession:
         self.released += len(data)
         if self.prefix_room > 0:
             kept = data[: self.prefix_room]
-            self.prefix += kept
+            self._prefix.append(kept)
             self.prefix_room -= len(kept)
         return data
 

@@ -146,7 +146,7 @@ def provider_error(family: Family, session: RequestSession, failure: Failure, de
 def truncation(family: Family, attempt: AttemptSession, cause: str, request: Any, error_type: str | None = None) -> E.LivenessError:
     from ..core.anthropic import decode_partial
 
-    prefix = bytes(attempt.prefix)
+    prefix = attempt.prefix
     partial = decode_partial(prefix) if attempt.session.profile.name == "anthropic" else None
     exc = family.error(
         E.StreamTruncated,
@@ -175,7 +175,7 @@ def wall_timeout(family: Family, session: RequestSession, attempt: AttemptSessio
         budget=budget,
         attempts=len(session.report.attempts),
         committed=committed,
-        prefix=bytes(attempt.prefix) if attempt else b"",
+        prefix=attempt.prefix if attempt else b"",
     )
 
 
