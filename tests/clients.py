@@ -25,16 +25,17 @@ class Result:
 
 
 class PlainClient:
-    def __init__(self, family: str, is_async: bool, policy: Policy) -> None:
+    def __init__(self, family: str, is_async: bool, policy: Policy, hooks: list[Any] | None = None) -> None:
         self.family = family
         self.x = importlib.import_module(family)
         self.is_async = is_async
         self.policy = policy
         self.events: list[Any] = []
+        self.hooks = [self.events.append, *(hooks or [])]
 
     def _transport(self) -> Any:
         inner = self.x.AsyncHTTPTransport() if self.is_async else self.x.HTTPTransport()
-        return otel_liveness.wrap(inner, self.policy, hooks=[self.events.append])
+        return otel_liveness.wrap(inner, self.policy, hooks=self.hooks)
 
     async def post(self, url: str, body: dict[str, Any] | None = None, *, read_limit: int | None = None,
                    headers: dict[str, str] | None = None) -> Result:
@@ -83,10 +84,11 @@ VARIANTS = [
 VARIANT_IDS = [f"{f}-{b or 'sync'}" for f, b in VARIANTS]
 
 
-def run(variant: tuple[str, str | None], policy: Policy, url: str, **kwargs: Any) -> Result:
+def run(variant: tuple[str, str | None], policy: Policy, url: str, *, hooks: list[Any] | None = None,
+        **kwargs: Any) -> Result:
     """Make one request with the variant's client and return what the caller saw."""
     family, backend = variant
-    client = PlainClient(family, backend is not None, policy)
+    client = PlainClient(family, backend is not None, policy, hooks)
     if backend is None:
         coro = client.post(url, **kwargs)
         try:

@@ -70,22 +70,7 @@ def test_every_span_ends_exactly_once(variant, provider) -> None:  # type: ignor
     for name, script in SCENARIOS.items():
         url = provider.add(name, script)
         policy = FAST.replace(wall_timeout=0.2) if name == "wall" else FAST
-        family, backend = variant
-        from .clients import PlainClient
-
-        client = PlainClient(family, backend is not None, policy)
-        client._transport = (lambda c=client: otel_liveness.wrap(  # type: ignore[method-assign]
-            (c.x.AsyncHTTPTransport() if c.is_async else c.x.HTTPTransport()), policy, hooks=[hook]))
-        if backend is None:
-            coro = client.post(url + "/v1/messages")
-            try:
-                coro.send(None)
-            except StopIteration:
-                pass
-        else:
-            import anyio
-
-            anyio.run(lambda: client.post(url + "/v1/messages"), backend=backend)
+        run(variant, policy, url + "/v1/messages", hooks=[hook])
     checker.check()
     assert len(checker.started) >= 2 * len(SCENARIOS)
 
