@@ -244,6 +244,27 @@ class AttemptSession:
             return self._release(self._take_held() + chunk)
         return self._release(chunk) if self.shadow else self._hold(chunk)
 
+    def steady(self, now: float, chunk: bytes) -> bool:
+        """The hot path of a live stream, fused: after content, a read holding exactly one content
+        delta, with nothing due on any clock. Does what :meth:`poll` + :meth:`feed` would do and
+        returns True (the caller releases ``chunk`` as is); returns False, changing nothing, when
+        the read needs the general path."""
+        clock = self.clock
+        if (
+            not self.committed
+            or self.capture is not None
+            or now >= clock.next_notice
+            or (clock.raw_idle is not None and now >= clock.last_raw + clock.raw_idle)
+            or (clock.wall_deadline is not None and now >= clock.wall_deadline)
+            or (clock.semantic_timeout is not None and now >= clock.last_semantic + clock.semantic_timeout)
+            or self.session.profile.fast.get(chunk[:PREFIX]) is not _SEMANTIC
+            or not self.scanner.whole_frame(chunk)
+        ):
+            return False
+        clock.semantic_read(now, len(chunk))
+        self._release(chunk)
+        return True
+
     def eof(self, now: float) -> bytes:
         """The body ended. Returns bytes to release; sets :attr:`failure` if the reply is incomplete."""
         if self.capture is not None:

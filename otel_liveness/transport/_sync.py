@@ -423,6 +423,9 @@ class SyncLivenessStream:
                 if chunk is TIMEOUT:
                     terminal = attempt.poll(max(now, attempt.deadline() or now))
                     raise self._terminal(terminal, now)
+                if chunk is not EOF and chunk is not TIMEOUT and attempt.steady(now, chunk):
+                    yield chunk  # one content delta, nothing due: the common case
+                    continue
                 # What fell due before this read returned comes first (notices, and in shadow mode
                 # the verdict that would have ended the attempt).
                 terminal = attempt.poll(now)
