@@ -94,6 +94,40 @@ def paired(fn_plain: Any, fn_wrapped: Any, rounds: int) -> dict[str, float]:
             "ratio_median": statistics.median(ratios)}
 
 
+def in_process_per_read(rounds: int = 15) -> float:
+    """Microseconds the transport adds per read with no network at all (httpx2.MockTransport
+    yielding one event per chunk), client CPU, median over ``rounds`` paired runs."""
+    from otel_liveness.testing import anthropic_reply
+    from otel_liveness.testing import steps as s
+
+    chunks = [x.data for x in anthropic_reply("t" * 20_000, deltas=20_000) if isinstance(x, s.Raw)]
+
+    class Body(httpx2.SyncByteStream):
+        def __iter__(self) -> Any:
+            return iter(chunks)
+
+    def handler(request: Any) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
+
+    def read(client: httpx2.Client) -> None:
+        with client.stream("POST", "http://api.anthropic.com/v1/messages", json=BODY) as response:
+            for _ in response.iter_raw():
+                pass
+
+    plain = httpx2.Client(transport=httpx2.MockTransport(handler))
+    wrapped = httpx2.Client(transport=otel_liveness.wrap(httpx2.MockTransport(handler)))
+    read(plain), read(wrapped)
+    added = []
+    for _ in range(rounds):
+        t0 = time.process_time()
+        read(plain)
+        t1 = time.process_time()
+        read(wrapped)
+        t2 = time.process_time()
+        added.append(((t2 - t1) - (t1 - t0)) / len(chunks) * 1e6)
+    return statistics.median(added)
+
+
 def telemetry_overhead(url: str, policy: otel_liveness.Policy, rounds: int) -> dict[str, float]:
     """The SDK path through the transport with the telemetry hook (real SDK tracer and meter
     providers, batch span processor, periodic metric reader) vs the same transport without it."""
@@ -154,13 +188,14 @@ def main(argv: list[str] | None = None) -> int:
                                                                     timeout=60))
         sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), args.rounds)
         telemetry = telemetry_overhead(url, policy, args.rounds)
+        per_read_us = in_process_per_read()
         mem_full = memory(url, "big")
         mem_quarter = memory(url, "quarter")
     finally:
         proc.stdin.close()  # type: ignore[union-attr]
         proc.wait(10)
     result = {"events": args.events, "batch": args.batch, "raw_bytes_path": raw, "sdk_path": sdk,
-              "telemetry_on_vs_off": telemetry,
+              "telemetry_on_vs_off": telemetry, "in_process_us_per_read": per_read_us,
               "memory": [mem_quarter, mem_full], "target_sdk_ratio": 1.03}
     if args.json:
         print(json.dumps(result))
@@ -172,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
               f"median paired ratio {sdk['ratio_median']:.3f} (target <= 1.03)")
         print(f"telemetry on vs off (SDK path, batch span processor): median paired ratio "
               f"{telemetry['ratio_median']:.3f} (target <= 1.02)")
+        print(f"in process (MockTransport, no network): {per_read_us:.2f} us added per read")
         for m in (mem_quarter, mem_full):
             print(f"memory: {m['stream_mb']:.0f} MB stream -> peak traced {m['peak_traced_mb']:.1f} MB")
     return 0 if sdk["ratio_median"] <= 1.03 else 1
