@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .core.anthropic import continuation_message
-from .core.errors import LivenessError, ProviderError, StreamTruncated, WallTimeout, liveness_error
+from .core.errors import ProviderError, StreamTruncated, WallTimeout, liveness_error
 from .core.events import AttemptEnded, Heartbeats, RetryScheduled, SemanticNotice, Verdict
 from .core.policy import Policy
 from .testing import Scenario, SimulatedProvider, anthropic_reply, steps as s

@@ -16,7 +16,6 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 import otel_liveness
-from otel_liveness import Policy
 from otel_liveness.core.sse import SSEScanner
 from otel_liveness.telemetry import TelemetryHook
 from otel_liveness.testing import anthropic_reply, steps as s

@@ -248,7 +248,6 @@ class AttemptClock:
         if self.phase is not Phase.DONE and gap > self.max_semantic_gap:
             self.max_semantic_gap = gap
         self._raw(now)
-        self.phase = Phase.DONE if self.phase is Phase.DONE else self.phase
         self.raw_idle = None
         self.notice_every = None
         self.semantic_timeout = None

@@ -215,13 +215,6 @@ class AttemptSession:
         if self.capture is not None:
             self.capture.append((now - self.clock.started, chunk))
         clock = self.clock
-        if (
-            self.committed
-            and self.session.profile.fast.get(chunk[:PREFIX]) is _SEMANTIC
-            and self.scanner.whole_frame(chunk)
-        ):  # the hot path of a live stream: one content delta per read
-            clock.semantic_read(now, len(chunk))
-            return self._release(chunk)
         clock.received(now, len(chunk))
         if not self.streaming:
             self.committed = True  # a JSON body is released as it arrives

@@ -112,7 +112,7 @@ def failure_outcome(failure: Failure) -> AttemptOutcome:
         return AttemptOutcome.TRUNCATED
     if failure.kind is FailureKind.STATUS:
         status = failure.status or 0
-        if status == 429 or (failure.headers or {}).get("x-should-retry") == "true" and status == 429:
+        if status == 429:
             return AttemptOutcome.RATE_LIMITED
         if status in (408, 409) or status >= 500 or (failure.headers or {}).get("x-should-retry") == "true":
             return AttemptOutcome.PROVIDER_ERROR

@@ -15,7 +15,7 @@ from ..core.engine import AttemptSession, RequestSession
 from ..core.outcome import AttemptOutcome, StopReason
 from ..core.policy import Policy
 from ..core.providers import select_provider
-from ..core.retry import Failure, FailureKind, GiveUp, Reject, Retry
+from ..core.retry import Failure, FailureKind, GiveUp, Retry
 from . import _common as C
 from ._backends import EOF, TIMEOUT, SyncBackend
 from ._family import Family
@@ -224,8 +224,6 @@ class SyncLivenessMixin:
                     first += attempt.feed(now, chunk)
                     if attempt.failure is not None:
                         break
-            except E.MalformedStream:
-                raise
             except family.module.TransportError:
                 return inner, Failure(FailureKind.READ_ERROR, attempt.clock.phase)
             if attempt.failure is not None and not attempt.committed:
@@ -315,27 +313,22 @@ class SyncLivenessMixin:
             with self._backend.shield():
                 response.close()
 
-    def _response(self, request: Any, session: RequestSession, inner: Any, stream: Any, extra: Iterable[tuple[str, str]] = ()) -> Any:
+    def _response(self, request: Any, session: RequestSession, inner: Any, stream: Any,
+                  replace: dict[str, str] | None = None) -> Any:
+        """The response the caller sees: the attempt's status and headers (``replace`` overrides
+        headers by name), ``stream`` as body, the outcome report in ``extensions["liveness"]``."""
         extensions = dict(inner.extensions)
         extensions["liveness"] = session.report_dict = session.report.to_dict()  # type: ignore[attr-defined]
-        headers = list(inner.headers.multi_items()) + list(extra)
+        headers = list(inner.headers.multi_items())
+        if replace:
+            headers = [(k, v) for k, v in headers if k.lower() not in replace] + list(replace.items())
         return self._family.module.Response(
             inner.status_code, headers=headers, stream=stream, extensions=extensions, request=request
         )
 
     def _final_response(self, request: Any, session: RequestSession, inner: Any, *, mark: bool) -> Any:
-        extra = []
-        if mark and session.policy.mark_exhausted_responses:
-            inner.headers.pop("x-should-retry", None) if hasattr(inner.headers, "pop") else None
-            extra = [("x-should-retry", "false")]
-        stream = self._passthrough_cls(inner)
-        response = self._response(request, session, inner, stream, extra)
-        if mark:
-            # keep one x-should-retry (ours) if the provider also sent one
-            values = response.headers.get_list("x-should-retry")
-            if len(values) > 1:
-                del response.headers["x-should-retry"]
-                response.headers["x-should-retry"] = "false"
+        replace = {"x-should-retry": "false"} if mark and session.policy.mark_exhausted_responses else None
+        response = self._response(request, session, inner, self._passthrough_cls(inner), replace)
         _sync_report(session)
         return response
 
@@ -413,8 +406,6 @@ class SyncLivenessStream:
                             if not (enforce and t._ours(attempt, attempt.deadline())):
                                 raise
                             chunk = TIMEOUT
-                except E.MalformedStream:
-                    raise
                 except transport_error as exc:
                     if not enforce or not attempt.streaming:
                         raise
@@ -423,7 +414,7 @@ class SyncLivenessStream:
                 if chunk is TIMEOUT:
                     terminal = attempt.poll(max(now, attempt.deadline() or now))
                     raise self._terminal(terminal, now)
-                if chunk is not EOF and chunk is not TIMEOUT and attempt.steady(now, chunk):
+                if chunk is not EOF and attempt.steady(now, chunk):
                     yield chunk  # one content delta, nothing due: the common case
                     continue
                 # What fell due before this read returned comes first (notices, and in shadow mode
