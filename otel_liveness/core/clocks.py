@@ -188,19 +188,40 @@ class AttemptClock:
             self.heartbeats_since_semantic = 0
             self._semantic(now, kind is FrameKind.END)
 
-    def semantic_read(self, now: float, nbytes: int) -> None:
-        """One read holding exactly one semantic frame: :meth:`received` + :meth:`frame`, fused
-        (the transport's per-read hot path)."""
-        gap = now - self.last_raw
-        if gap > self.max_raw_gap:
-            self.max_raw_gap = gap
-        self.last_raw = now
+    def steady(self) -> tuple[float, float, float]:
+        """For the transport's steady lane: ``(horizon, step, wall)``. A read that holds exactly
+        one semantic frame, arriving before ``horizon`` while the previous read was semantic too,
+        makes nothing due; it moves the horizon to ``min(read time + step, wall)``. The horizon
+        is ``-inf`` (lane closed) unless the last read was semantic and the stream is live."""
+        if (
+            self.terminal is not None
+            or self.phase is not Phase.STREAMING
+            or self.last_raw != self.last_semantic
+            or self.first_semantic is None
+        ):
+            return -_INF, 0.0, _INF
+        raw, sem, wall, notice = self._deadlines()
+        step = min(
+            _INF if self.raw_idle is None else self.raw_idle,
+            _INF if self.semantic_timeout is None else self.semantic_timeout,
+            _INF if self.notice_every is None else self.notice_every,
+        )
+        return min(raw, sem, wall, notice), step, wall
+
+    def semantic_reads(self, reads: int, nbytes: int, last: float, max_gap: float) -> None:
+        """``reads`` steady-lane reads (one semantic frame each, ``nbytes`` in all), the last at
+        ``last``, the longest gap between consecutive reads ``max_gap``: the same effect as
+        :meth:`received` + :meth:`frame` for each, applied at once."""
+        self.frames += reads
         self.bytes += nbytes
-        if self.first_byte is None:
-            self.first_byte = now - self.started
-        self.frames += 1
+        if max_gap > self.max_raw_gap:
+            self.max_raw_gap = max_gap
+        if max_gap > self.max_semantic_gap:
+            self.max_semantic_gap = max_gap
+        self.last_raw = self.last_semantic = last
         self.heartbeats_since_semantic = 0
-        self._semantic(now, False)
+        if self.notice_every is not None:
+            self.next_notice = last + self.notice_every
 
     def frames_at(self, now: float, kinds: list[FrameKind]) -> None:
         """All ``kinds`` decoded at ``now`` (one read): same effect as :meth:`frame` for each, with

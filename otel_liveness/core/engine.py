@@ -32,6 +32,7 @@ from .events import (
     Verdict,
 )
 from .outcome import AttemptOutcome, AttemptRecord, FrameKind, Phase, RequestReport, StopReason
+from .lane import Lane
 from .policy import Policy
 from .providers import PREFIX, StreamFacts, profile_for
 from .retry import Decision, Failure, FailureKind, Retry, RetryState, decide
@@ -46,6 +47,7 @@ _HEARTBEAT = FrameKind.HEARTBEAT
 _SEMANTIC = FrameKind.SEMANTIC
 _END = FrameKind.END
 _ERROR = FrameKind.ERROR
+
 
 
 class RequestSession:
@@ -190,6 +192,7 @@ class AttemptSession:
         self.ended = False
         self.capture: list[tuple[float, bytes]] | None = [] if policy.capture_dir else None
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
+        self._lane = Lane(session.profile.semantic_keys, PREFIX, policy.max_frame_bytes, self._prefix)
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -212,6 +215,7 @@ class AttemptSession:
         (pre-content: retryable; after content: a truncation whose bytes were not released).
         Raises :class:`~otel_liveness.core.errors.FrameTooLarge` for an oversized frame.
         """
+        self.absorb()
         if self.capture is not None:
             self.capture.append((now - self.clock.started, chunk))
         clock = self.clock
@@ -237,29 +241,41 @@ class AttemptSession:
             return self._release(self._take_held() + chunk)
         return self._release(chunk) if self.shadow else self._hold(chunk)
 
-    def steady(self, now: float, chunk: bytes) -> bool:
-        """The hot path of a live stream, fused: after content, a read holding exactly one content
-        delta, with nothing due on any clock. Does what :meth:`poll` + :meth:`feed` would do and
-        returns True (the caller releases ``chunk`` as is); returns False, changing nothing, when
-        the read needs the general path."""
+    def lane(self) -> Lane:
+        """Re-arm the steady lane (:mod:`otel_liveness.core.lane`) for the reads that follow and
+        return it. Open while the stream is live after content, the previous read was semantic,
+        nothing is pending in the scanner and no recorder is capturing; closed otherwise. The
+        driver calls ``lane.step(chunk, now)`` on each read and takes the general path when it
+        answers False; every method here applies the lane's counts first (:meth:`absorb`)."""
+        lane = self._lane
         clock = self.clock
         if (
-            not self.committed
-            or self.capture is not None
-            or now >= clock.next_notice
-            or (clock.raw_idle is not None and now >= clock.last_raw + clock.raw_idle)
-            or (clock.wall_deadline is not None and now >= clock.wall_deadline)
-            or (clock.semantic_timeout is not None and now >= clock.last_semantic + clock.semantic_timeout)
-            or self.session.profile.fast.get(chunk[:PREFIX]) is not _SEMANTIC
-            or not self.scanner.whole_frame(chunk)
+            self.committed
+            and self.streaming
+            and not self.done
+            and self.failure is None
+            and self.capture is None
+            and not self.ended
+            and self.scanner.idle
         ):
-            return False
-        clock.semantic_read(now, len(chunk))
-        self._release(chunk)
-        return True
+            horizon, step, wall = clock.steady()
+            lane.open(horizon, step, wall, clock.last_raw, self.prefix_room)
+        else:
+            lane.close()
+        return lane
+
+    def absorb(self) -> None:
+        """Apply the steady lane's reads to the clocks, the released count and the prefix room."""
+        lane = self._lane
+        if lane.reads:
+            reads, nbytes, last, max_gap, room = lane.take()
+            self.clock.semantic_reads(reads, nbytes, last, max_gap)
+            self.released += nbytes
+            self.prefix_room = room
 
     def eof(self, now: float) -> bytes:
         """The body ended. Returns bytes to release; sets :attr:`failure` if the reply is incomplete."""
+        self.absorb()
         if self.capture is not None:
             self.capture.append((now - self.clock.started, b""))
         release = b""
@@ -282,6 +298,7 @@ class AttemptSession:
 
     def poll(self, now: float) -> Terminal | None:
         """Deliver due notices to the hooks; return a terminal clock verdict if one fell due."""
+        self.absorb()
         while True:
             item = self.clock.poll(now)
             if isinstance(item, Notice):
@@ -306,6 +323,7 @@ class AttemptSession:
 
     def verdict(self, now: float, kind: AttemptOutcome, *, enforced: bool) -> None:
         """Announce a terminal verdict or in-band error (enforced or, in shadow mode, observed)."""
+        self.absorb()
         self.session.emit(
             Verdict(self.session.report, self.index, self.session.since(now), kind, self.clock.phase,
                     self.committed, enforced)
@@ -313,10 +331,12 @@ class AttemptSession:
 
     def deadline(self) -> float | None:
         """When a terminal verdict could next fall due: the bound for the next blocking read."""
+        self.absorb()
         return self.clock.terminal_deadline()
 
     def finish(self, now: float, outcome: AttemptOutcome, error_type: str | None = None) -> None:
         """Close the attempt's record (exactly once) and announce it."""
+        self.absorb()
         if self.ended:
             return
         self.ended = True
@@ -366,6 +386,7 @@ class AttemptSession:
     @property
     def prefix(self) -> bytes:
         """The released bytes (up to ``max_prefix_bytes``), in order."""
+        self.absorb()
         return b"".join(self._prefix)
 
     def _commit(self) -> None:

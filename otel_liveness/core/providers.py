@@ -119,6 +119,11 @@ class ProviderProfile:
     #: frequent events that carry no fact (pings, content deltas) belong in it.
     fast: dict[bytes, FrameKind] = {}
 
+    @property
+    def semantic_keys(self) -> tuple[bytes, ...]:
+        """The :attr:`fast` prefixes of semantic frames: what the steady lane admits."""
+        return tuple(key for key, kind in self.fast.items() if kind is FrameKind.SEMANTIC)
+
     def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:  # pragma: no cover - abstract
         raise NotImplementedError
 

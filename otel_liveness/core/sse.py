@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from .errors import FrameTooLarge
 
-__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "parse_block"]
+__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "parse_block", "whole_frame"]
 
 #: ``Frame.event`` of a comment-only frame (a heartbeat on every provider we know).
 COMMENT = ":"
@@ -164,17 +164,12 @@ class SSEScanner:
             parse_block(block, out)
         return out
 
-    def whole_frame(self, chunk: bytes) -> bool:
-        """Whether ``chunk`` is exactly one complete LF-framed block with nothing pending, so that
-        a caller may classify it by prefix without feeding it (scanner state is unchanged by such a
-        chunk: it would be consumed whole). The transport's per-read fast path."""
-        return (
-            not self._parts
-            and not self._raw_mode
-            and chunk.find(b"\n\n") == len(chunk) - 2
-            and 13 not in chunk
-            and len(chunk) <= self.max_frame_bytes
-        )
+    @property
+    def idle(self) -> bool:
+        """Nothing pending and past the stream head. A chunk that is exactly one LF-framed block
+        (see :func:`whole_frame`) leaves an idle scanner idle: it would be consumed whole, so a
+        caller may classify it by prefix without feeding it (the transport's steady lane)."""
+        return not self._parts and not self._raw_mode
 
     def feed_blocks(self, chunk: bytes) -> list[bytes]:
         """Consume ``chunk``; return the blocks it completed, LF-normalised, blank lines removed."""
@@ -275,3 +270,11 @@ class SSEScanner:
         self._pending_cr = False
         self._raw_mode = False
         return out
+
+
+def whole_frame(chunk: bytes, max_frame_bytes: int) -> bool:
+    """Whether ``chunk`` is exactly one complete LF-framed block: its first blank line is its end,
+    it holds no CR and it is within the frame bound. The transport's steady lane inlines this
+    test (kept equal to it by ``tests/test_lane.py``)."""
+    n = len(chunk)
+    return 2 <= n <= max_frame_bytes and chunk.find(b"\n\n") == n - 2 and 13 not in chunk

@@ -393,6 +393,10 @@ class AsyncLivenessStream:
             timeout_error = family.module.TimeoutException
             transport_error = family.module.TransportError
             clock = backend.now
+            # The steady lane (core.lane): a read holding one content frame with nothing due is
+            # counted there and released as is; the attempt applies the counts before it answers
+            # anything else. Every other read takes the general path below.
+            steady = attempt.lane().step
             while True:
                 try:
                     if scoped:
@@ -411,12 +415,12 @@ class AsyncLivenessStream:
                         raise
                     raise self._fail(C.truncation(family, attempt, "read_error", request), "read_error") from exc
                 now = clock()
+                if steady(chunk, now):
+                    yield chunk
+                    continue
                 if chunk is TIMEOUT:
                     terminal = attempt.poll(max(now, attempt.deadline() or now))
                     raise self._terminal(terminal, now)
-                if chunk is not EOF and attempt.steady(now, chunk):
-                    yield chunk  # one content delta, nothing due: the common case
-                    continue
                 # What fell due before this read returned comes first (notices, and in shadow mode
                 # the verdict that would have ended the attempt).
                 terminal = attempt.poll(now)
@@ -438,6 +442,7 @@ class AsyncLivenessStream:
                     self._complete(now)
                     return
                 release = attempt.feed(now, chunk)
+                attempt.lane()
                 if release:
                     yield release
                 failure = attempt.failure
