@@ -5,8 +5,9 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# Re-install when the dependency list changes.
-STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# Re-install when the dependency list or the C steady lane changes (the install compiles it).
+BUILD_INPUTS := pyproject.toml setup.py otel_liveness/core/_lane.c
+STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
 .PHONY: install demo test bench clean system-deps collector preview dashboards
 
@@ -21,7 +22,7 @@ system-deps:
 collector:
 	collector/build.sh >/dev/null
 
-$(STAMP): pyproject.toml
+$(STAMP): $(BUILD_INPUTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -1,0 +1,249 @@
+"""The steady lane: the C class equals the Python reference, the lane changes nothing a caller or a
+report can see, and the general path takes over wherever a read is not exactly one content frame."""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+import httpx2
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import otel_liveness
+from otel_liveness import Policy, StreamTruncated
+from otel_liveness.core import engine
+from otel_liveness.core import lane as lane_mod
+from otel_liveness.core.lane import PyLane
+from otel_liveness.core.providers import PREFIX, profile_for
+from otel_liveness.core.sse import whole_frame
+from otel_liveness.testing import anthropic_reply
+from otel_liveness.testing import steps as s
+
+from .clients import run
+from .conftest import FAST
+
+KEYS = profile_for("anthropic").semantic_keys
+DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}\n\n'
+PING = b'event: ping\ndata: {"type": "ping"}\n\n'
+
+
+def test_native_lane_is_built() -> None:
+    # `make install` compiles the C lane; a silent fallback would leave the fast path untested.
+    if os.environ.get("OTEL_LIVENESS_ALLOW_PURE_LANE"):
+        pytest.skip("pure-Python lane allowed by OTEL_LIVENESS_ALLOW_PURE_LANE")
+    assert lane_mod.NATIVE and lane_mod.Lane is not PyLane
+
+
+@pytest.mark.parametrize(
+    ("chunk", "expected"),
+    [
+        (DELTA, True),
+        (DELTA + DELTA, False),  # two frames
+        (DELTA[:-1], False),  # not ended
+        (DELTA.replace(b"\n\n", b"\r\n\r\n"), False),  # CRLF framing goes through the scanner
+        (DELTA.replace(b"\ndata", b"\rdata"), False),  # a lone CR is a line end
+        (b"\n\n", True),  # an empty block is one (empty) frame
+        (b"\n\n" + DELTA, False),
+        (b"x", False),
+        (b"\n", False),
+        (b"", False),
+        (b"event: a\n\n\n", False),  # a second blank line
+    ],
+)
+def test_whole_frame(chunk: bytes, expected: bool) -> None:
+    assert whole_frame(chunk, 1 << 20) is expected
+
+
+def test_whole_frame_respects_the_frame_bound() -> None:
+    assert whole_frame(DELTA, len(DELTA)) and not whole_frame(DELTA, len(DELTA) - 1)
+
+
+def test_semantic_keys_are_heads_of_blocks() -> None:
+    # The lane classifies by these prefixes without scanning them for a block end.
+    for name in ("anthropic", "openai-chat", "openai-responses", "sse"):
+        for key in profile_for(name).semantic_keys:
+            assert len(key) == PREFIX and b"\n\n" not in key and b"\r" not in key
+    assert b"event: content_block_delta\n" in KEYS and not any(k.startswith(b"event: ping") for k in KEYS)
+
+
+# -- the C class equals the reference --------------------------------------------------------
+
+_pieces = st.sampled_from(
+    [DELTA, PING, DELTA[:30], DELTA[30:], b"\n", b"\n\n", b"\r", b"x" * 3, KEYS[1], KEYS[2] + b"ata: {}\n\n",
+     b"event: message_stop\ndata: {}\n\n"]
+)
+_chunks = st.one_of(st.builds(b"".join, st.lists(_pieces, min_size=0, max_size=3)), st.binary(max_size=64),
+                    st.sampled_from([bytearray(DELTA), memoryview(DELTA), None, 3]))
+_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("open"), st.floats(-1, 50), st.floats(0, 10), st.floats(0, 60), st.floats(-5, 5),
+                  st.integers(0, 400)),
+        st.tuples(st.just("step"), _chunks, st.floats(-5, 60)),
+        st.tuples(st.just("take")),
+        st.tuples(st.just("close")),
+    ),
+    max_size=40,
+)
+
+
+@pytest.mark.skipif(not lane_mod.NATIVE, reason="the C lane is not built")
+@settings(max_examples=400, deadline=None)
+@given(ops=_ops, max_frame=st.sampled_from([64, 200, 1 << 20]))
+def test_c_lane_equals_the_reference(ops: list[tuple[Any, ...]], max_frame: int) -> None:
+    keep_c: list[bytes] = []
+    keep_py: list[bytes] = []
+    c = lane_mod.Lane(KEYS, PREFIX, max_frame, keep_c)
+    py = PyLane(KEYS, PREFIX, max_frame, keep_py)
+    for op in ops:
+        if op[0] == "open":
+            c.open(*op[1:])
+            py.open(*op[1:])
+        elif op[0] == "step":
+            assert c.step(op[1], op[2]) is py.step(op[1], op[2])
+        elif op[0] == "take":
+            assert c.take() == py.take()
+        else:
+            c.close()
+            py.close()
+        assert (c.reads, c.horizon, c.room, c.last) == (py.reads, py.horizon, py.room, py.last)
+    assert keep_c == keep_py
+    assert all(type(k) is bytes for k in keep_c)
+
+
+def test_step_admits_only_before_the_horizon_and_moves_it() -> None:
+    for cls in {lane_mod.Lane, PyLane}:
+        keep: list[bytes] = []
+        lane = cls(KEYS, PREFIX, 1 << 20, keep)
+        assert not lane.step(DELTA, 0.0)  # closed until opened
+        lane.open(10.0, 4.0, 12.0, 1.0, 1000)
+        assert lane.step(DELTA, 3.0) and lane.horizon == 7.0  # 3 + step
+        assert lane.step(DELTA, 6.5) and lane.horizon == 10.5
+        assert lane.step(DELTA, 9.0) and lane.horizon == 12.0  # capped by the wall deadline
+        assert not lane.step(DELTA, 12.0)  # due: the general path decides
+        assert not lane.step(PING, 1.0)  # heartbeats change the clocks differently
+        assert lane.take() == (3, 3 * len(DELTA), 9.0, 3.5, 1000 - 3 * len(DELTA))
+        assert lane.take()[:2] == (0, 0) and keep == [DELTA] * 3
+
+
+def test_step_keeps_the_prefix_exactly_up_to_its_room() -> None:
+    for cls in {lane_mod.Lane, PyLane}:
+        keep: list[bytes] = []
+        lane = cls(KEYS, PREFIX, 1 << 20, keep)
+        lane.open(100.0, 10.0, 100.0, 0.0, len(DELTA) + 5)
+        assert lane.step(DELTA, 1.0) and lane.step(DELTA, 2.0) and lane.step(DELTA, 3.0)
+        assert keep == [DELTA, DELTA[:5]] and lane.room == 0
+        assert lane.take()[1] == 3 * len(DELTA)  # released counts every byte, kept or not
+
+
+# -- the lane changes nothing observable -------------------------------------------------------
+
+
+class NoLane(PyLane):
+    """A lane that never admits: every read takes the general path (the behaviour to match)."""
+
+    def step(self, chunk: Any, now: float) -> bool:
+        return False
+
+
+IMPLS = {"native": lane_mod.Lane, "python": PyLane, "general": NoLane}
+
+
+def _reply_chunks(seed: int) -> list[bytes]:
+    data = b"".join(x.data for x in anthropic_reply("abcdefghij" * 30, deltas=300, think_pings=3) if isinstance(x, s.Raw))
+    rng = random.Random(seed)
+    frames = data.split(b"\n\n")[:-1]
+    chunks: list[bytes] = []
+    i = 0
+    while i < len(frames):  # mostly one frame per read, sometimes several, sometimes split mid-frame
+        take = rng.choice([1, 1, 1, 1, 2, 3])
+        block = b"".join(f + b"\n\n" for f in frames[i : i + take])
+        i += take
+        if rng.random() < 0.15:
+            cut = rng.randrange(1, len(block))
+            chunks += [block[:cut], block[cut:]]
+        else:
+            chunks.append(block)
+    assert b"".join(chunks) == data
+    return chunks
+
+
+def _stream(chunks: list[bytes], policy: Policy, *, limit: int | None = None) -> tuple[bytes, dict[str, Any], Any]:
+    class Body(httpx2.SyncByteStream):
+        def __iter__(self) -> Any:
+            return iter(chunks)
+
+    def handler(request: Any) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
+
+    body, error = b"", None
+    with httpx2.Client(transport=otel_liveness.wrap(httpx2.MockTransport(handler), policy)) as client:
+        with client.stream("POST", "https://api.anthropic.com/v1/messages", json={"stream": True}) as response:
+            try:
+                for chunk in response.iter_raw():
+                    body += chunk
+                    if limit is not None and len(body) >= limit:
+                        break
+            except StreamTruncated as exc:
+                error = exc
+            report = response.extensions["liveness"]
+    return body, report, error
+
+
+_COUNTS = ("outcome", "frames", "heartbeats", "bytes_received", "notices", "error_type", "phase", "response_id")
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("limit", [None, 20_000])
+def test_lane_and_general_path_report_the_same(monkeypatch: pytest.MonkeyPatch, seed: int, limit: int | None) -> None:
+    chunks = _reply_chunks(seed)
+    seen = {}
+    for name, impl in IMPLS.items():
+        monkeypatch.setattr(engine, "Lane", impl)
+        body, report, error = _stream(chunks, Policy(), limit=limit)
+        attempt = report["attempts"][0]
+        seen[name] = (body, report["stop_reason"], {k: attempt[k] for k in _COUNTS}, error)
+    assert seen["native"] == seen["python"] == seen["general"]
+    if limit is None:
+        assert seen["general"][1] == "completed" and seen["general"][2]["frames"] > 300
+    else:
+        assert seen["general"][1] == "cancelled" and 100 < seen["general"][2]["frames"] < 300
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_truncation_prefix_is_exact_when_most_reads_took_the_lane(monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+    monkeypatch.setattr(engine, "Lane", IMPLS[impl])
+    chunks = _reply_chunks(1)
+    cut = len(chunks) // 2
+    body, report, error = _stream(chunks[:cut], Policy(max_prefix_bytes=1500))  # EOF mid-reply
+    assert isinstance(error, StreamTruncated) and error.cause == "eof"
+    assert error.released == len(body) and error.prefix == body[:1500]
+    assert report["attempts"][0]["bytes_received"] == len(b"".join(chunks[:cut]))
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+@pytest.mark.parametrize("variant", [("httpx2", None), ("httpx", "asyncio")], ids=["httpx2-sync", "httpx-asyncio"])
+def test_stall_after_a_lane_run_is_detected_on_time(monkeypatch: pytest.MonkeyPatch, provider: Any, impl: str,
+                                                      variant: Any) -> None:
+    # 40 deltas one per read (all in the lane), then silence: the raw verdict with the exact prefix.
+    monkeypatch.setattr(engine, "Lane", IMPLS[impl])
+    url = provider.add("stall", [[s.Headers(), *anthropic_reply("a" * 50, deltas=50, stall_after=40), s.Stall()]])
+    result = run(variant, FAST, url + "/v1/messages")
+    exc = result.error
+    assert isinstance(exc, StreamTruncated) and exc.cause == "raw_silence"
+    assert exc.prefix == result.body and exc.partial["content"][0]["text"] == "a" * 40
+    attempt = result.report["attempts"][0]
+    assert attempt["frames"] == 42 and attempt["bytes_received"] == len(result.body)  # + message/block start
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_notices_still_fire_between_slow_content(monkeypatch: pytest.MonkeyPatch, provider: Any, impl: str) -> None:
+    # Content every 1.5 notice intervals: each gap passes a notice deadline, so the lane must hand
+    # those reads to the general path, which emits the notice before releasing the delta.
+    monkeypatch.setattr(engine, "Lane", IMPLS[impl])
+    url = provider.add("slow", [[s.Headers(), *anthropic_reply("abcdef", deltas=6, delta_every=15.0)]])
+    result = run(("httpx2", None), FAST.replace(raw_idle_timeout=1.0), url + "/v1/messages")
+    assert result.error is None
+    assert result.report["attempts"][0]["notices"] >= 5
