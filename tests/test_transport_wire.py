@@ -212,3 +212,16 @@ def test_credentials_never_reach_hooks_or_reports(variant, provider) -> None:  #
     result = run(variant, FAST, url + URL)
     dumped = json.dumps(result.report) + repr(result.events)
     assert "sk-ant-SECRET-KEY" not in dumped and "SECRET-COMPLETION" not in dumped
+
+
+@pytest.mark.parametrize("after", [s.Stall(), s.Reset()], ids=["stall", "reset"])
+def test_silence_or_reset_after_the_end_frame_completes(variant, provider, after) -> None:  # type: ignore[no-untyped-def]
+    # message_stop arrived, then the server neither closes nor finishes the chunked body: the reply
+    # is complete, so the caller gets it and no error (the raw bound ends the wait).
+    url = provider.add("lingering", [[s.Headers(), *anthropic_reply("done", deltas=2), after]])
+    result = run(variant, FAST, url + URL)
+    assert result.error is None, result.error
+    assert frames(result.body)[-1] == "message_stop"
+    assert outcomes(result) == ["completed"] and result.report["stop_reason"] == "completed"
+    assert provider.attempts("lingering") == 1
+    wait_idle(provider)

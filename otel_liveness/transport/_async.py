@@ -413,7 +413,9 @@ class AsyncLivenessStream:
                 except transport_error as exc:
                     if not enforce or not attempt.streaming:
                         raise
-                    raise self._fail(C.truncation(family, attempt, "read_error", request), "read_error") from exc
+                    if not attempt.done:
+                        raise self._fail(C.truncation(family, attempt, "read_error", request), "read_error") from exc
+                    chunk = EOF  # after the end frame a stall or a reset loses nothing: the reply is complete
                 now = clock()
                 if steady(chunk, now):
                     yield chunk
