@@ -1,11 +1,18 @@
 """End-to-end overhead of the liveness transport on a loopback stream, and its memory bound.
 
 Overhead: the same client with and without ``wrap(...)`` reading a 20,000-event Anthropic stream
-from the simulated provider (in a separate process, so the server does not share our GIL),
-alternating order each round; reported as the median of the paired ratios (wrapped / plain) of
-the client's CPU time, for
-the raw-bytes path (httpx2 ``iter_raw``) and the anthropic SDK path (``messages.create(stream=True)``
-iterated to the end). Target: <= 1.03 on the SDK path.
+(one SSE event per HTTP chunk) from the simulated provider (in a separate process, so the server
+does not share our GIL), for the raw-bytes path (httpx2 ``iter_raw``) and the anthropic SDK path
+(``messages.create(stream=True)`` iterated to the end); the client's CPU time, median of the
+paired ratios (wrapped / plain) over the rounds. Two pairings, both reported:
+
+* interleaved (the figure the target is checked on): each round opens both streams and reads them
+  in alternating slices of 200 events (the leading side alternates), so that the host's noise --
+  this is a shared 2-core VM where the same run varies by +-20 % from minute to minute -- falls
+  on both sides of every pair alike;
+* whole stream: each round reads one whole stream, then the other (order alternating).
+
+Target: <= 1.03 on the SDK path.
 
 Memory: a 100 MB stream (and a 25 MB one) read through the transport; peak traced allocations
 must not grow with the stream length (they are bounded by ``max_prefix_bytes`` + the frame bound).
@@ -77,8 +84,8 @@ def sdk_path(client: anthropic.Anthropic) -> int:
 
 
 def paired(fn_plain: Any, fn_wrapped: Any, rounds: int) -> dict[str, float]:
-    """Median of paired ratios of the client process's CPU time (the server runs in another
-    process; CPU time keeps its scheduling out of the measurement), alternating order."""
+    """Whole streams: median of paired ratios of the client process's CPU time (the server runs in
+    another process; CPU time keeps its scheduling out of the measurement), alternating order."""
     fn_plain(), fn_wrapped()  # warm up connections and caches
     ratios, plain, wrapped = [], [], []
     for i in range(rounds):
@@ -92,6 +99,67 @@ def paired(fn_plain: Any, fn_wrapped: Any, rounds: int) -> dict[str, float]:
         ratios.append(wrapped[-1] / plain[-1])
     return {"plain_s": statistics.median(plain), "wrapped_s": statistics.median(wrapped),
             "ratio_median": statistics.median(ratios)}
+
+
+def interleaved(open_plain: Any, open_wrapped: Any, rounds: int, slice_: int = 200) -> dict[str, float]:
+    """Both streams open at once, read in alternating slices of ``slice_`` items: per round the
+    CPU time of each side summed over its slices; median of the per-round ratios."""
+    clock = time.process_time
+
+    def one_round(lead: int) -> tuple[float, float]:
+        streams = [open_plain(), open_wrapped()]
+        iterators = [iter(x) for x in streams]
+        spent = [0.0, 0.0]
+        alive = [True, True]
+        turn = lead
+        try:
+            while alive[0] or alive[1]:
+                for side in (turn, 1 - turn):
+                    if not alive[side]:
+                        continue
+                    it = iterators[side]
+                    t0 = clock()
+                    try:
+                        for _ in range(slice_):
+                            next(it)
+                    except StopIteration:
+                        alive[side] = False
+                    spent[side] += clock() - t0
+                turn = 1 - turn
+        finally:
+            for x in streams:
+                close = getattr(x, "close", None)
+                if close is not None:
+                    close()
+        return spent[0], spent[1]
+
+    one_round(0)  # warm up
+    ratios, plain, wrapped = [], [], []
+    for i in range(rounds):
+        p, w = one_round(i % 2)
+        plain.append(p)
+        wrapped.append(w)
+        ratios.append(w / p)
+    return {"plain_s": statistics.median(plain), "wrapped_s": statistics.median(wrapped),
+            "ratio_median": statistics.median(ratios)}
+
+
+class _RawStream:
+    """``iter_raw()`` of one streamed response, closable (for :func:`interleaved`)."""
+
+    def __init__(self, client: httpx2.Client, url: str) -> None:
+        self._response = client.send(client.build_request("POST", url + "/s/bench/v1/messages", json=BODY), stream=True)
+
+    def __iter__(self) -> Any:
+        return self._response.iter_raw()
+
+    def close(self) -> None:
+        self._response.close()
+
+
+def sdk_stream(client: anthropic.Anthropic) -> Any:
+    return client.messages.create(model="claude-sim-1", max_tokens=10, stream=True,
+                                  messages=[{"role": "user", "content": "x"}])
 
 
 def in_process_per_read(rounds: int = 15) -> float:
@@ -181,12 +249,14 @@ def main(argv: list[str] | None = None) -> int:
         plain_http = httpx2.Client(timeout=60)
         wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)
         raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), args.rounds)
+        raw_i = interleaved(lambda: _RawStream(plain_http, url), lambda: _RawStream(wrapped_http, url), args.rounds)
         sdk_plain = anthropic.Anthropic(base_url=url + "/s/bench", api_key="k", max_retries=0,
                                         http_client=httpx2.Client(timeout=60))
         sdk_wrapped = anthropic.Anthropic(base_url=url + "/s/bench", api_key="k", max_retries=0,
                                           http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
                                                                     timeout=60))
         sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), args.rounds)
+        sdk_i = interleaved(lambda: sdk_stream(sdk_plain), lambda: sdk_stream(sdk_wrapped), args.rounds)
         telemetry = telemetry_overhead(url, policy, args.rounds)
         per_read_us = in_process_per_read()
         mem_full = memory(url, "big")
@@ -194,23 +264,28 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         proc.stdin.close()  # type: ignore[union-attr]
         proc.wait(10)
-    result = {"events": args.events, "batch": args.batch, "raw_bytes_path": raw, "sdk_path": sdk,
+    from otel_liveness.core.lane import NATIVE
+
+    result = {"events": args.events, "batch": args.batch, "native_lane": NATIVE,
+              "raw_bytes_path": raw_i, "sdk_path": sdk_i,
+              "raw_bytes_path_whole_streams": raw, "sdk_path_whole_streams": sdk,
               "telemetry_on_vs_off": telemetry, "in_process_us_per_read": per_read_us,
               "memory": [mem_quarter, mem_full], "target_sdk_ratio": 1.03}
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{args.events} events, {args.batch} per write")
-        print(f"raw bytes path: plain {raw['plain_s']*1e3:.1f} ms CPU, wrapped {raw['wrapped_s']*1e3:.1f} ms, "
-              f"median paired ratio {raw['ratio_median']:.3f}")
-        print(f"anthropic SDK path: plain {sdk['plain_s']*1e3:.1f} ms CPU, wrapped {sdk['wrapped_s']*1e3:.1f} ms, "
-              f"median paired ratio {sdk['ratio_median']:.3f} (target <= 1.03)")
+        print(f"{args.events} events, {args.batch} per write, steady lane: {'C' if NATIVE else 'pure Python'}")
+        for label, inter, whole, target in (("raw bytes path", raw_i, raw, ""),
+                                            ("anthropic SDK path", sdk_i, sdk, " (target <= 1.03)")):
+            print(f"{label}: interleaved: plain {inter['plain_s']*1e3:.1f} ms CPU, wrapped {inter['wrapped_s']*1e3:.1f} ms, "
+                  f"median paired ratio {inter['ratio_median']:.3f}{target}; whole streams: "
+                  f"plain {whole['plain_s']*1e3:.1f} ms, wrapped {whole['wrapped_s']*1e3:.1f} ms, ratio {whole['ratio_median']:.3f}")
         print(f"telemetry on vs off (SDK path, batch span processor): median paired ratio "
               f"{telemetry['ratio_median']:.3f} (target <= 1.02)")
         print(f"in process (MockTransport, no network): {per_read_us:.2f} us added per read")
         for m in (mem_quarter, mem_full):
             print(f"memory: {m['stream_mb']:.0f} MB stream -> peak traced {m['peak_traced_mb']:.1f} MB")
-    return 0 if sdk["ratio_median"] <= 1.03 else 1
+    return 0 if sdk_i["ratio_median"] <= 1.03 else 1
 
 
 if __name__ == "__main__":
