@@ -384,72 +384,79 @@ class AsyncLivenessStream:
         session = self._session
         enforce = not session.policy.shadow
         request = self._request
+        timeout_error = family.module.TimeoutException
+        transport_error = family.module.TransportError
+        clock = backend.now
         try:
             if self._first:
                 first, self._first = self._first, b""
                 yield first
-            scoped = enforce and t._scoped(session)
             iterator = self._iterator
-            timeout_error = family.module.TimeoutException
-            transport_error = family.module.TransportError
-            clock = backend.now
             # The steady lane (core.lane): a read holding one content frame with nothing due is
             # counted there and released as is; the attempt applies the counts before it answers
-            # anything else. Every other read takes the general path below.
+            # anything else. Every other read takes the general path (_general).
             steady = attempt.lane().step
-            while True:
+            if not (enforce and t._scoped(session)):
+                # The common case: the socket's read timeout is the raw clock, so a plain loop
+                # over the body; a timeout or transport error ends it (handled below).
                 try:
-                    if scoped:
-                        chunk = await t._read(iterator, attempt, enforce)
-                    else:  # the common case, inlined: the socket's read timeout is the raw clock
-                        try:
-                            chunk = await iterator.__anext__()
-                        except StopAsyncIteration:
-                            chunk = EOF
-                        except timeout_error:
-                            if not (enforce and t._ours(attempt, attempt.deadline())):
-                                raise
-                            chunk = TIMEOUT
-                except transport_error as exc:
-                    if not enforce or not attempt.streaming:
+                    async for chunk in iterator:
+                        now = clock()
+                        if steady(chunk, now):
+                            yield chunk
+                            continue
+                        release = self._general(chunk, now, enforce)
+                        if release:
+                            yield release
+                        self._after_release(enforce)
+                except timeout_error as exc:
+                    if isinstance(exc, E.LivenessError):
                         raise
-                    if not attempt.done:
-                        raise self._fail(C.truncation(family, attempt, "read_error", request), "read_error") from exc
-                    chunk = EOF  # after the end frame a stall or a reset loses nothing: the reply is complete
-                now = clock()
-                if steady(chunk, now):
-                    yield chunk
-                    continue
-                if chunk is TIMEOUT:
-                    terminal = attempt.poll(max(now, attempt.deadline() or now))
+                    if enforce and t._ours(attempt, attempt.deadline()):  # the raw clock ran out
+                        now = clock()
+                        raise self._terminal(attempt.poll(max(now, attempt.deadline() or now)), now) from None
+                    self._lost_after_end(exc, enforce, request)  # the caller's own read timeout
+                except transport_error as exc:
+                    if isinstance(exc, E.LivenessError):
+                        raise
+                    self._lost_after_end(exc, enforce, request)
+            else:  # a wall budget or semantic timeout: each read in a cancel scope at the deadline
+                while True:
+                    try:
+                        chunk = await t._read(iterator, attempt, enforce)
+                    except transport_error as exc:
+                        self._lost_after_end(exc, enforce, request)
+                        chunk = EOF
+                    now = clock()
+                    if steady(chunk, now):
+                        yield chunk
+                        continue
+                    if chunk is TIMEOUT:
+                        raise self._terminal(attempt.poll(max(now, attempt.deadline() or now)), now)
+                    if chunk is EOF:
+                        break
+                    release = self._general(chunk, now, enforce)
+                    if release:
+                        yield release
+                    self._after_release(enforce)
+            # The body ended (or, after the end frame, stalled or broke: nothing was lost).
+            now = clock()
+            terminal = attempt.poll(now)
+            if terminal is not None:
+                if enforce:
                     raise self._terminal(terminal, now)
-                # What fell due before this read returned comes first (notices, and in shadow mode
-                # the verdict that would have ended the attempt).
-                terminal = attempt.poll(now)
-                if terminal is not None:
-                    if enforce:
-                        raise self._terminal(terminal, now)
-                    self._observe(terminal, now)
-                if chunk is EOF:
-                    tail = attempt.eof(now)
-                    if tail:
-                        yield tail
-                    failure = attempt.failure
-                    if failure is not None and enforce:
-                        attempt.verdict(now, AttemptOutcome.TRUNCATED, enforced=True)
-                        raise self._fail(C.truncation(family, attempt, failure.cause, request, failure.error_type), failure.cause)
-                    if failure is not None:  # shadow: report what would have happened, enforce nothing
-                        self._observe_end(now, failure)
-                        return
-                    self._complete(now)
-                    return
-                release = attempt.feed(now, chunk)
-                attempt.lane()
-                if release:
-                    yield release
-                failure = attempt.failure
-                if failure is not None and enforce and failure.kind is FailureKind.ERROR_EVENT:
-                    raise self._fail(C.truncation(family, attempt, failure.cause, request, failure.error_type), failure.cause)
+                self._observe(terminal, now)
+            tail = attempt.eof(now)
+            if tail:
+                yield tail
+            failure = attempt.failure
+            if failure is not None and enforce:
+                attempt.verdict(now, AttemptOutcome.TRUNCATED, enforced=True)
+                raise self._fail(C.truncation(family, attempt, failure.cause, request, failure.error_type), failure.cause)
+            if failure is not None:  # shadow: report what would have happened, enforce nothing
+                self._observe_end(now, failure)
+                return
+            self._complete(now)
 
         except E.LivenessError as exc:
             if not attempt.ended:
@@ -469,6 +476,36 @@ class AsyncLivenessStream:
         finally:
             with backend.shield():
                 await self._inner.aclose()
+
+    def _general(self, chunk: bytes, now: float, enforce: bool) -> bytes:
+        """A read the steady lane did not take: what fell due before it returned comes first
+        (notices, and in shadow mode the verdict that would have ended the attempt), then the
+        read itself. Returns the bytes to release; re-arms the lane."""
+        attempt = self._attempt
+        terminal = attempt.poll(now)
+        if terminal is not None:
+            if enforce:
+                raise self._terminal(terminal, now)
+            self._observe(terminal, now)
+        release = attempt.feed(now, chunk)
+        attempt.lane()
+        return release
+
+    def _after_release(self, enforce: bool) -> None:
+        """An in-band error after content: the bytes before it were released, now the truncation."""
+        failure = self._attempt.failure
+        if failure is not None and enforce and failure.kind is FailureKind.ERROR_EVENT:
+            raise self._fail(C.truncation(self._t._family, self._attempt, failure.cause, self._request,
+                                          failure.error_type), failure.cause)
+
+    def _lost_after_end(self, exc: BaseException, enforce: bool, request: Any) -> None:
+        """A read failed. After the end frame nothing was lost: return, and the body ends as
+        complete. Before it, the caller's content is cut: a truncation (raised)."""
+        attempt = self._attempt
+        if not enforce or not attempt.streaming:
+            raise exc
+        if not attempt.done:
+            raise self._fail(C.truncation(self._t._family, attempt, "read_error", request), "read_error") from exc
 
     def _observe(self, terminal: Any, now: float) -> None:
         if not self._observed:
