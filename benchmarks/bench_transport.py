@@ -242,7 +242,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--memory-mb", type=int, default=100)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--pure-lane", action="store_true",
+                        help="use the pure-Python steady lane (what an install without a C compiler runs)")
     args = parser.parse_args(argv)
+    if args.pure_lane:
+        from otel_liveness.core import engine
+        from otel_liveness.core.lane import PyLane
+
+        engine.Lane = PyLane  # type: ignore[misc]
     proc, url = start_server(args.events, args.batch, args.memory_mb)
     try:
         policy = otel_liveness.Policy()
@@ -264,9 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         proc.stdin.close()  # type: ignore[union-attr]
         proc.wait(10)
-    from otel_liveness.core.lane import NATIVE
+    from otel_liveness.core import engine
+    from otel_liveness.core.lane import PyLane
 
-    result = {"events": args.events, "batch": args.batch, "native_lane": NATIVE,
+    native = engine.Lane is not PyLane
+    result = {"events": args.events, "batch": args.batch, "native_lane": native,
               "raw_bytes_path": raw_i, "sdk_path": sdk_i,
               "raw_bytes_path_whole_streams": raw, "sdk_path_whole_streams": sdk,
               "telemetry_on_vs_off": telemetry, "in_process_us_per_read": per_read_us,
@@ -274,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{args.events} events, {args.batch} per write, steady lane: {'C' if NATIVE else 'pure Python'}")
+        print(f"{args.events} events, {args.batch} per write, steady lane: {'C' if native else 'pure Python'}")
         for label, inter, whole, target in (("raw bytes path", raw_i, raw, ""),
                                             ("anthropic SDK path", sdk_i, sdk, " (target <= 1.03)")):
             print(f"{label}: interleaved: plain {inter['plain_s']*1e3:.1f} ms CPU, wrapped {inter['wrapped_s']*1e3:.1f} ms, "
