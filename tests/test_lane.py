@@ -247,3 +247,12 @@ def test_notices_still_fire_between_slow_content(monkeypatch: pytest.MonkeyPatch
     result = run(("httpx2", None), FAST.replace(raw_idle_timeout=1.0), url + "/v1/messages")
     assert result.error is None
     assert result.report["attempts"][0]["notices"] >= 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(chunk=_chunks, max_frame=st.sampled_from([64, 200, 1 << 20]))
+def test_reference_lane_admits_exactly_whole_semantic_frames(chunk: Any, max_frame: int) -> None:
+    lane = PyLane(KEYS, PREFIX, max_frame, [])
+    lane.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
+    expected = type(chunk) is bytes and whole_frame(chunk, max_frame) and chunk[:PREFIX] in KEYS
+    assert lane.step(chunk, 1.0) is expected
