@@ -21,6 +21,8 @@ SUBS = [
     (r"\bAsyncLivenessMixin\b", "SyncLivenessMixin"),
     (r"\bAsyncLivenessStream\b", "SyncLivenessStream"),
     (r"\bAsyncPassThrough\b", "SyncPassThrough"),
+    (r"\bAsyncWakingBackend\b", "SyncWakingBackend"),
+    (r"\bAsyncWakingStream\b", "SyncWakingStream"),
     (r"\bAsyncBackend\b", "SyncBackend"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\basync def __aiter__", "def __iter__"),

@@ -225,3 +225,31 @@ def test_silence_or_reset_after_the_end_frame_completes(variant, provider, after
     assert outcomes(result) == ["completed"] and result.report["stop_reason"] == "completed"
     assert provider.attempts("lingering") == 1
     wait_idle(provider)
+
+
+@pytest.mark.parametrize("where", ["before-headers", "preamble", "after-content"])
+def test_notices_arrive_on_time_during_total_silence(variant, provider, where) -> None:  # type: ignore[no-untyped-def]
+    # 40 provider-seconds (0.4 s) without a byte -- no pings: a wire-silent provider thinking. The
+    # reader is blocked in a socket read all that time; the notices must still come when they fall
+    # due (every 0.1 s), not when the next byte ends the wait.
+    from otel_liveness.core.events import RequestStarted
+
+    reply = anthropic_reply("abcd", deltas=4)
+    silence = s.Sleep(40.0)
+    steps = {
+        "before-headers": [silence, s.Headers(), *reply],
+        "preamble": [s.Headers(), reply[0], silence, *reply[1:]],
+        "after-content": [s.Headers(), *reply[:4], silence, *reply[4:]],
+    }[where]
+    url = provider.add("silent", [steps])
+    seen: list[tuple[float, object]] = []
+    result = run(variant, FAST.replace(raw_idle_timeout=2.0), url + URL,
+                 hooks=[lambda e: seen.append((time.monotonic(), e))])
+    assert result.error is None and outcomes(result) == ["completed"]
+    start = next(t for t, e in seen if isinstance(e, RequestStarted))
+    notices = [(t - start, e) for t, e in seen if isinstance(e, SemanticNotice)]
+    assert len(notices) >= 3, notices
+    late = [round(t - e.at, 3) for t, e in notices]
+    assert max(late) < 0.06, late  # delivered when due, from inside the blocked read
+    assert [e.number for _, e in notices] == list(range(1, len(notices) + 1))
+    wait_idle(provider)

@@ -311,6 +311,33 @@ class AttemptClock:
         soonest = min(raw, sem, wall)
         return None if soonest == _INF else soonest
 
+    def wake_at(self) -> float | None:
+        """When the next notice falls due, if that is before every terminal deadline: the time a
+        blocking read may wake at to deliver it (:meth:`poll_notice`) and then wait on."""
+        if self.terminal is not None or self.notice_every is None:
+            return None
+        raw, sem, wall, notice = self._deadlines()
+        return notice if notice < min(raw, sem, wall) else None
+
+    def poll_notice(self, now: float) -> Notice | None:
+        """The notice due at ``now``, if one is (never a terminal verdict: those are the read's)."""
+        at = self.wake_at()
+        if at is None or now < at:
+            return None
+        return self._notice(at)
+
+    def _notice(self, at: float) -> Notice:
+        self.notices += 1
+        self.next_notice = at + self.notice_every  # type: ignore[operator]
+        return Notice(
+            at=at,
+            number=self.notices,
+            semantic_idle=at - self.last_semantic,
+            raw_idle=max(0.0, at - self.last_raw),
+            heartbeats_since_semantic=self.heartbeats_since_semantic,
+            phase=self.phase,
+        )
+
     def poll(self, now: float) -> Verdict:
         """The earliest item due at ``now`` (one per call)."""
         if self.terminal is not None:
@@ -328,16 +355,7 @@ class AttemptClock:
         if soonest > now:
             return CONTINUE
         if notice == soonest and notice < min(raw, sem, wall):
-            self.notices += 1
-            self.next_notice = notice + self.notice_every  # type: ignore[operator]
-            return Notice(
-                at=notice,
-                number=self.notices,
-                semantic_idle=notice - self.last_semantic,
-                raw_idle=max(0.0, notice - self.last_raw),
-                heartbeats_since_semantic=self.heartbeats_since_semantic,
-                phase=self.phase,
-            )
+            return self._notice(notice)
         verdict: Terminal
         if wall == soonest:
             verdict = WallBudgetExpired(wall, self.wall_budget or 0.0, self.phase, self.committed)

@@ -47,6 +47,7 @@ _HEARTBEAT = FrameKind.HEARTBEAT
 _SEMANTIC = FrameKind.SEMANTIC
 _END = FrameKind.END
 _ERROR = FrameKind.ERROR
+_INF = float("inf")
 
 
 
@@ -302,24 +303,46 @@ class AttemptSession:
         while True:
             item = self.clock.poll(now)
             if isinstance(item, Notice):
-                self.record.notices += 1
-                session = self.session
-                session.emit(
-                    SemanticNotice(
-                        session.report,
-                        self.index,
-                        session.since(item.at),
-                        item.number,
-                        item.semantic_idle,
-                        item.raw_idle,
-                        item.heartbeats_since_semantic,
-                        item.phase,
-                    )
-                )
+                self._emit_notice(item)
                 continue
             if isinstance(item, (RawSilenceExpired, SemanticTimeoutExpired, WallBudgetExpired)):
                 return item
             return None
+
+    def next_wake(self) -> float:
+        """When a blocking read should next wake to deliver a notice (see :meth:`notices`);
+        ``inf`` when none can fall due. Never later than the next notice, and it only moves later."""
+        self.absorb()
+        clock = self.clock
+        if self.ended or clock.terminal is not None or clock.notice_every is None or clock.phase is Phase.DONE:
+            return _INF
+        return clock.next_notice
+
+    def notices(self, now: float) -> None:
+        """Deliver the notices due at ``now`` and nothing else: a blocking read woke at
+        :meth:`wake_at` and goes back to waiting; terminal verdicts stay with the read's deadline."""
+        self.absorb()
+        while not self.ended:
+            item = self.clock.poll_notice(now)
+            if item is None:
+                return
+            self._emit_notice(item)
+
+    def _emit_notice(self, item: Notice) -> None:
+        self.record.notices += 1
+        session = self.session
+        session.emit(
+            SemanticNotice(
+                session.report,
+                self.index,
+                session.since(item.at),
+                item.number,
+                item.semantic_idle,
+                item.raw_idle,
+                item.heartbeats_since_semantic,
+                item.phase,
+            )
+        )
 
     def verdict(self, now: float, kind: AttemptOutcome, *, enforced: bool) -> None:
         """Announce a terminal verdict or in-band error (enforced or, in shadow mode, observed)."""

@@ -5,8 +5,10 @@ It owns every wait and every byte of I/O; all decisions come from :mod:`otel_liv
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from ..core import errors as E
@@ -20,7 +22,7 @@ from . import _common as C
 from ._backends import EOF, TIMEOUT, AsyncBackend
 from ._family import Family
 
-__all__ = ["AsyncLivenessMixin", "AsyncLivenessStream", "AsyncPassThrough"]
+__all__ = ["AsyncLivenessMixin", "AsyncLivenessStream", "AsyncPassThrough", "AsyncWakingBackend", "AsyncWakingStream"]
 
 log = logging.getLogger("otel_liveness")
 _TOLERANCE = 0.01  # a socket timeout this close to our deadline is ours
@@ -49,6 +51,7 @@ class AsyncLivenessMixin:
         elif transport_kwargs:
             raise TypeError(f"transport options {sorted(transport_kwargs)} apply only when no inner transport is given")
         self._inner = inner
+        _install_wakeups(inner)
         self._policy = policy or Policy()
         self._hooks = list(hooks)
         self._exhausted = C.ExhaustedCache()
@@ -171,7 +174,16 @@ class AsyncLivenessMixin:
 
     async def _open(self, request: Any, session: RequestSession, attempt: AttemptSession) -> tuple[Any, Failure | None]:
         """Send one attempt and, for a streaming one, read ahead until content (or a failure).
-        Returns (response for the caller or the failed inner response, failure or None)."""
+        Returns (response for the caller or the failed inner response, failure or None). Reads
+        made meanwhile wake for this attempt's notices (see AsyncWakingStream)."""
+        token = _READING.set(attempt)
+        try:
+            return await self._send_and_read_ahead(request, session, attempt)
+        finally:
+            _READING.reset(token)
+
+    async def _send_and_read_ahead(self, request: Any, session: RequestSession,
+                                   attempt: AttemptSession) -> tuple[Any, Failure | None]:
         backend = self._backend
         family = self._family
         policy = session.policy
@@ -375,6 +387,11 @@ class AsyncLivenessStream:
         self._first = first
         self._closed = False
         self._observed = False  # shadow mode: a terminal verdict was reported
+        # The connection's reads wake for this attempt's notices while the caller reads the body.
+        network = inner.extensions.get("network_stream") if hasattr(inner, "extensions") else None
+        self._network = network if isinstance(network, AsyncWakingStream) else None
+        if self._network is not None:
+            self._network.watch = attempt
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         t = self._t
@@ -474,8 +491,14 @@ class AsyncLivenessStream:
                     _sync_report(session)
             raise
         finally:
+            self._unwatch()
             with backend.shield():
                 await self._inner.aclose()
+
+    def _unwatch(self) -> None:
+        network, self._network = self._network, None
+        if network is not None and network.watch is self._attempt:
+            network.watch = None  # a pooled connection must not keep this attempt (and its prefix)
 
     def _general(self, chunk: bytes, now: float, enforce: bool) -> bytes:
         """A read the steady lane did not take: what fell due before it returned comes first
@@ -557,6 +580,7 @@ class AsyncLivenessStream:
         if self._closed:
             return
         self._closed = True
+        self._unwatch()
         attempt = self._attempt
         if not attempt.ended:
             now = self._t._backend.now()
@@ -574,3 +598,106 @@ _OUTCOME = {
     SemanticTimeoutExpired: AttemptOutcome.SEMANTIC_TIMEOUT,
     WallBudgetExpired: AttemptOutcome.WALL_BUDGET,
 }
+
+
+# -- notices during total silence -------------------------------------------------------------
+#
+# A read that waits on a silent socket gives the driver no control, so a notice would wait for
+# the next byte (or the raw verdict). httpcore closes the connection on any exception from a read
+# it makes, so the wait cannot be cut short above it; below it, at the network stream, it can: a
+# socket-level read that times out has consumed nothing and may simply be made again. So the
+# inner transport's connection pool gets a network backend whose streams, while an attempt is
+# reading (set by the driver: _READING during send and read-ahead, ``watch`` during the body),
+# wake at that attempt's next notice deadline, deliver the notice in the reader's own thread or
+# task, and go back to waiting for the rest of the read's own timeout. No thread, no task, no
+# timer; a read with no notice due before its deadline is passed through unchanged.
+
+_READING: ContextVar[Any] = ContextVar("otel_liveness_reading", default=None)
+_INF = float("inf")
+
+
+def _install_wakeups(inner: Any) -> None:
+    """Wrap the network backend of ``inner``'s httpcore connection pool (a private attribute of
+    httpx's and httpx2's transports); transports without one (mocks, custom) are left as they are:
+    their notices then arrive with the next read, as before."""
+    pool = getattr(inner, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if backend is None or isinstance(backend, AsyncWakingBackend):
+        return
+    try:
+        timeout_error = importlib.import_module(type(backend).__module__.partition(".")[0]).ReadTimeout
+    except (ImportError, AttributeError):  # pragma: no cover - not an httpcore backend
+        return
+    pool._network_backend = AsyncWakingBackend(backend, timeout_error)
+
+
+class AsyncWakingBackend:
+    """An httpcore network backend whose streams are :class:`AsyncWakingStream`."""
+
+    def __init__(self, inner: Any, timeout_error: type[BaseException]) -> None:
+        self._inner = inner
+        self._timeout_error = timeout_error
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Any = None) -> Any:
+        stream = await self._inner.connect_tcp(host, port, timeout=timeout, local_address=local_address,
+                                               socket_options=socket_options)
+        return AsyncWakingStream(stream, self._timeout_error)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+        stream = await self._inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options)
+        return AsyncWakingStream(stream, self._timeout_error)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class AsyncWakingStream:
+    """A network stream whose reads wake at the reading attempt's notice deadlines. It keeps the
+    attempt's next notice time as of its last look: that time only ever moves later, so a stale
+    value can only wake a read early (it then looks again and goes back to waiting), never late;
+    a read that gets data before it costs a clock read and a comparison."""
+
+    __slots__ = ("_inner", "_timeout_error", "watch", "_for", "_wake")
+
+    def __init__(self, inner: Any, timeout_error: type[BaseException]) -> None:
+        self._inner = inner
+        self._timeout_error = timeout_error
+        self.watch: AttemptSession | None = None
+        self._for: AttemptSession | None = None
+        self._wake = _INF
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        attempt = _READING.get() or self.watch
+        if attempt is None:
+            return await self._inner.read(max_bytes, timeout)
+        if attempt is not self._for:
+            self._for = attempt
+            self._wake = attempt.next_wake()
+        clock = AsyncBackend.now
+        now = clock()
+        deadline = _INF if timeout is None else now + timeout
+        while True:
+            if self._wake >= deadline:
+                return await self._inner.read(max_bytes, None if timeout is None else max(deadline - now, 0.001))
+            try:
+                return await self._inner.read(max_bytes, max(self._wake - now, 0.001))
+            except self._timeout_error:
+                now = clock()
+                if now >= deadline:
+                    raise
+                attempt.notices(now)
+                self._wake = attempt.next_wake()
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+        stream = await self._inner.start_tls(ssl_context, server_hostname, timeout)
+        return AsyncWakingStream(stream, self._timeout_error)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
