@@ -194,6 +194,9 @@ class AttemptSession:
         self.capture: list[tuple[float, bytes]] | None = [] if policy.capture_dir else None
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self._lane = Lane(session.profile.semantic_keys, PREFIX, policy.max_frame_bytes, self._prefix)
+        #: A time no later than the next notice (see :meth:`next_wake`): a blocking read may wait
+        #: until then without making a notice late. Refreshed by :meth:`notices`.
+        self.wake_hint = self.clock.next_notice
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -325,8 +328,9 @@ class AttemptSession:
         while not self.ended:
             item = self.clock.poll_notice(now)
             if item is None:
-                return
+                break
             self._emit_notice(item)
+        self.wake_hint = self.next_wake()
 
     def _emit_notice(self, item: Notice) -> None:
         self.record.notices += 1

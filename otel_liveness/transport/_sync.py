@@ -653,41 +653,38 @@ class SyncWakingBackend:
 
 
 class SyncWakingStream:
-    """A network stream whose reads wake at the reading attempt's notice deadlines. It keeps the
-    attempt's next notice time as of its last look: that time only ever moves later, so a stale
-    value can only wake a read early (it then looks again and goes back to waiting), never late;
-    a read that gets data before it costs a clock read and a comparison."""
+    """A network stream whose reads wake at the reading attempt's notice deadlines. It waits until
+    the attempt's ``wake_hint``, a time no later than its next notice (that time only ever moves
+    later, so a stale hint can only wake a read early: it then delivers what is due, refreshes
+    the hint and goes back to waiting). A read that gets data first costs a clock read."""
 
-    __slots__ = ("_inner", "_timeout_error", "watch", "_for", "_wake")
+    __slots__ = ("_inner", "_timeout_error", "watch")
 
     def __init__(self, inner: Any, timeout_error: type[BaseException]) -> None:
         self._inner = inner
         self._timeout_error = timeout_error
         self.watch: AttemptSession | None = None
-        self._for: AttemptSession | None = None
-        self._wake = _INF
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         attempt = _READING.get() or self.watch
         if attempt is None:
             return self._inner.read(max_bytes, timeout)
-        if attempt is not self._for:
-            self._for = attempt
-            self._wake = attempt.next_wake()
         clock = SyncBackend.now
         now = clock()
         deadline = _INF if timeout is None else now + timeout
         while True:
-            if self._wake >= deadline:
+            wake = attempt.wake_hint
+            if wake >= deadline:
                 return self._inner.read(max_bytes, None if timeout is None else max(deadline - now, 0.001))
             try:
-                return self._inner.read(max_bytes, max(self._wake - now, 0.001))
+                return self._inner.read(max_bytes, max(wake - now, 0.001))
             except self._timeout_error:
                 now = clock()
                 if now >= deadline:
                     raise
                 attempt.notices(now)
-                self._wake = attempt.next_wake()
+                if attempt.wake_hint <= now:  # due, but a terminal deadline comes first: the read's own timeout decides
+                    return self._inner.read(max_bytes, max(deadline - now, 0.001))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._inner.write(buffer, timeout)
