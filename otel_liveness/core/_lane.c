@@ -6,6 +6,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
+#include <stddef.h>
 #include <math.h>
 #include <string.h>
 
@@ -199,35 +201,11 @@ Lane_take(Lane *self, PyObject *Py_UNUSED(ignored))
     return out;
 }
 
-static PyObject *
-Lane_get_reads(Lane *self, void *closure)
-{
-    return PyLong_FromSsize_t(self->reads);
-}
-
-static PyObject *
-Lane_get_horizon(Lane *self, void *closure)
-{
-    return PyFloat_FromDouble(self->horizon);
-}
-
-static PyObject *
-Lane_get_room(Lane *self, void *closure)
-{
-    return PyLong_FromSsize_t(self->room);
-}
-
-static PyObject *
-Lane_get_last(Lane *self, void *closure)
-{
-    return PyFloat_FromDouble(self->last);
-}
-
-static PyGetSetDef Lane_getset[] = {
-    {"reads", (getter)Lane_get_reads, NULL, "steady reads since the last take()", NULL},
-    {"horizon", (getter)Lane_get_horizon, NULL, "reads before this time need no decision", NULL},
-    {"room", (getter)Lane_get_room, NULL, "prefix bytes that may still be kept", NULL},
-    {"last", (getter)Lane_get_last, NULL, "time of the last read", NULL},
+static PyMemberDef Lane_members[] = {
+    {"reads", T_PYSSIZET, offsetof(Lane, reads), READONLY, "steady reads since the last take()"},
+    {"horizon", T_DOUBLE, offsetof(Lane, horizon), READONLY, "reads before this time need no decision"},
+    {"room", T_PYSSIZET, offsetof(Lane, room), READONLY, "prefix bytes that may still be kept"},
+    {"last", T_DOUBLE, offsetof(Lane, last), READONLY, "time of the last read"},
     {NULL},
 };
 
@@ -252,7 +230,7 @@ static PyTypeObject LaneType = {
     .tp_traverse = (traverseproc)Lane_traverse,
     .tp_clear = (inquiry)Lane_clear,
     .tp_methods = Lane_methods,
-    .tp_getset = Lane_getset,
+    .tp_members = Lane_members,
 };
 
 static struct PyModuleDef lanemodule = {
