@@ -276,3 +276,24 @@ def test_a_notice_that_cannot_be_delivered_does_not_spin_the_read(variant, provi
         AttemptSession.notices = original  # type: ignore[method-assign]
     assert isinstance(result.error, StreamTruncated)
     assert len(calls) <= 3, len(calls)
+
+
+@pytest.mark.parametrize("silence", ["pings", "total"])
+@pytest.mark.parametrize("committed", [False, True], ids=["before-content", "after-content"])
+def test_semantic_timeout_is_enforced_on_time(variant, provider, silence, committed) -> None:  # type: ignore[no-untyped-def]
+    # semantic_timeout 0.3 s, raw bound 3 s: a stream that keeps pinging (or is wholly silent)
+    # but sends no content fails on the semantic clock, when it falls due -- not at the raw bound.
+    reply = anthropic_reply("abcd", deltas=4)
+    gap = [s.Raw(b'event: ping\ndata: {"type": "ping"}\n\n'), s.Sleep(5.0)] * 30 if silence == "pings" else [s.Sleep(300.0)]
+    head = reply[:4] if committed else reply[:1]  # a delta released, or only message_start
+    url = provider.add("quiet", [[s.Headers(), *head, *gap, *reply[len(head):]]] * 3)
+    policy = FAST.replace(raw_idle_timeout=3.0, semantic_timeout=0.3, max_attempts=1)
+    started = time.monotonic()
+    result = run(variant, policy, url + URL)
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.0, elapsed
+    if committed:
+        assert isinstance(result.error, StreamTruncated) and result.error.cause == "semantic_timeout"
+    else:
+        assert isinstance(result.error, ProviderError) and result.error.last_cause == "semantic_timeout"
+    assert provider.attempts("quiet") == 1

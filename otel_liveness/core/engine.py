@@ -197,6 +197,8 @@ class AttemptSession:
         #: A time no later than the next notice (see :meth:`next_wake`): a blocking read may wait
         #: until then without making a notice late. Refreshed by :meth:`notices`.
         self.wake_hint = self.clock.next_notice
+        #: A time no later than the semantic timeout's deadline (see :meth:`next_stop`).
+        self.stop_hint = self.next_stop()
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -321,9 +323,20 @@ class AttemptSession:
             return _INF
         return clock.next_notice
 
+    def next_stop(self) -> float:
+        """When the semantic timeout falls due, for a blocking read to end there (``inf`` when
+        none is set, or in shadow mode, which enforces nothing). It only moves later."""
+        self.absorb()
+        clock = self.clock
+        if (self.shadow or self.ended or clock.terminal is not None or clock.semantic_timeout is None
+                or clock.phase is Phase.DONE):
+            return _INF
+        return clock.last_semantic + clock.semantic_timeout
+
     def notices(self, now: float) -> None:
-        """Deliver the notices due at ``now`` and nothing else: a blocking read woke at
-        :meth:`wake_at` and goes back to waiting; terminal verdicts stay with the read's deadline."""
+        """Deliver the notices due at ``now`` and nothing else, and refresh :attr:`wake_hint` and
+        :attr:`stop_hint`: a blocking read woke and goes back to waiting (or, past the stop
+        hint, ends as a timeout that the driver judges); terminal verdicts are not made here."""
         self.absorb()
         while not self.ended:
             item = self.clock.poll_notice(now)
@@ -331,6 +344,7 @@ class AttemptSession:
                 break
             self._emit_notice(item)
         self.wake_hint = self.next_wake()
+        self.stop_hint = self.next_stop()
 
     def _emit_notice(self, item: Notice) -> None:
         self.record.notices += 1

@@ -609,8 +609,10 @@ _OUTCOME = {
 # inner transport's connection pool gets a network backend whose streams, while an attempt is
 # reading (set by the driver: _READING during send and read-ahead, ``watch`` during the body),
 # wake at that attempt's next notice deadline, deliver the notice in the reader's own thread or
-# task, and go back to waiting for the rest of the read's own timeout. No thread, no task, no
-# timer; a read with no notice due before its deadline is passed through unchanged.
+# task, and go back to waiting for the rest of the read's own timeout; at the attempt's semantic
+# timeout the read ends as a timeout, which the driver judges as that verdict (the sync driver
+# has no cancel scope for it). No thread, no task, no timer; a read with nothing due before its
+# deadline is passed through unchanged.
 
 _READING: ContextVar[Any] = ContextVar("otel_liveness_reading", default=None)
 _INF = float("inf")
@@ -653,7 +655,8 @@ class SyncWakingBackend:
 
 
 class SyncWakingStream:
-    """A network stream whose reads wake at the reading attempt's notice deadlines. It waits until
+    """A network stream whose reads wake at the reading attempt's notice deadlines, and end at its
+    semantic timeout (which a socket timeout cannot express: it moves with content). It waits until
     the attempt's ``wake_hint``, a time no later than its next notice (that time only ever moves
     later, so a stale hint can only wake a read early: it then delivers what is due, refreshes
     the hint and goes back to waiting). A read that gets data first costs a clock read."""
@@ -674,6 +677,9 @@ class SyncWakingStream:
         deadline = _INF if timeout is None else now + timeout
         while True:
             wake = attempt.wake_hint
+            stop = attempt.stop_hint
+            if stop < wake:
+                wake = stop
             if wake >= deadline:
                 return self._inner.read(max_bytes, None if timeout is None else max(deadline - now, 0.001))
             try:
@@ -683,6 +689,8 @@ class SyncWakingStream:
                 if now >= deadline:
                     raise
                 attempt.notices(now)
+                if attempt.stop_hint <= now:  # the semantic timeout ran out: the read ends, the driver judges it
+                    raise
                 if attempt.wake_hint <= now:  # due, but a terminal deadline comes first: the read's own timeout decides
                     return self._inner.read(max_bytes, max(deadline - now, 0.001))
 
