@@ -217,16 +217,18 @@ def test_sdk_tracing_off_uses_the_transport_request_span(provider, tel) -> None:
 def test_thirty_minute_ping_only_stream_keeps_every_notice(tel) -> None:  # type: ignore[no-untyped-def]
     from otel_liveness.testing import SimulatedProvider
 
-    # 30 provider-minutes at 1/1000 speed: a ping every 1.5 s (1,200 pings), a notice every 30 s.
+    # 30 provider-minutes at 1/1000 speed: a ping every 1.5 s (1,200 pings), a notice every 50 s
+    # (36 at the nominal 1.8 s; the server's sleeps overshoot, so the run takes ~3 s of real time
+    # on this machine and the count must stay clear of the 100-event cap whatever the load).
     with SimulatedProvider(time_scale=0.001) as fast_provider:
         url = fast_provider.add("long", [[s.Headers(), *anthropic_reply("done", think_pings=1200, ping_every=1.5)]])
-        policy = Policy(raw_idle_timeout=0.5, semantic_notice_interval=0.03)
+        policy = Policy(raw_idle_timeout=0.5, semantic_notice_interval=0.05)
         _, error = post(tel, url + URL, policy)
     assert error is None
     (attempt,) = tel.attempts()
     notices = events(attempt, S.EVENT_NOTICE)
     assert attempt.attributes[S.ATTEMPT_HEARTBEATS] == 1200 == tel.total("liveness.heartbeats")
-    assert len(notices) == attempt.attributes[S.ATTEMPT_NOTICES] == tel.total("liveness.semantic_notices") >= 40
+    assert len(notices) == attempt.attributes[S.ATTEMPT_NOTICES] == tel.total("liveness.semantic_notices") >= 30
     assert [e.attributes[S.NOTICE_NUMBER] for e in notices] == list(range(1, len(notices) + 1))
     assert S.NOTICES_DROPPED not in attempt.attributes
     assert len(events(attempt, S.EVENT_HEARTBEAT)) == S.MAX_HEARTBEAT_EVENTS

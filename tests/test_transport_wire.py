@@ -250,7 +250,7 @@ def test_notices_arrive_on_time_during_total_silence(variant, provider, where) -
     notices = [(t - start, e) for t, e in seen if isinstance(e, SemanticNotice)]
     assert len(notices) >= 3, notices
     late = [round(t - e.at, 3) for t, e in notices]
-    assert max(late) < 0.06, late  # delivered when due, from inside the blocked read
+    assert max(late) < 0.1, late  # delivered when due (within one interval), from inside the blocked read
     assert [e.number for _, e in notices] == list(range(1, len(notices) + 1))
     wait_idle(provider)
 
