@@ -197,7 +197,6 @@ class AttemptClock:
             self.terminal is not None
             or self.phase is not Phase.STREAMING
             or self.last_raw != self.last_semantic
-            or self.first_semantic is None
         ):
             return -_INF, 0.0, _INF
         raw, sem, wall, notice = self._deadlines()
@@ -310,6 +309,14 @@ class AttemptClock:
         raw, sem, wall, _ = self._deadlines()
         soonest = min(raw, sem, wall)
         return None if soonest == _INF else soonest
+
+    def hints(self) -> tuple[float, float]:
+        """``(next notice, semantic deadline)`` for a blocking read to wake or stop at; ``inf``
+        when none can fall due (after a verdict, at the end, or unset). Each only moves later."""
+        if self.terminal is not None:
+            return _INF, _INF
+        _, sem, _, notice = self._deadlines()
+        return notice, sem
 
     def wake_at(self) -> float | None:
         """When the next notice falls due, if that is before every terminal deadline: the time a

@@ -194,11 +194,11 @@ class AttemptSession:
         self.capture: list[tuple[float, bytes]] | None = [] if policy.capture_dir else None
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self._lane = Lane(session.profile.semantic_keys, PREFIX, policy.max_frame_bytes, self._prefix)
-        #: A time no later than the next notice (see :meth:`next_wake`): a blocking read may wait
-        #: until then without making a notice late. Refreshed by :meth:`notices`.
-        self.wake_hint = self.clock.next_notice
-        #: A time no later than the semantic timeout's deadline (see :meth:`next_stop`).
-        self.stop_hint = self.next_stop()
+        #: Times no later than the next notice and than the semantic timeout's deadline (``inf``
+        #: for none; never in shadow mode, which enforces nothing): a blocking read may wait until
+        #: the earlier without making either late. Refreshed by :meth:`notices`.
+        self.wake_hint = self.stop_hint = _INF
+        self._refresh_hints()
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -314,25 +314,6 @@ class AttemptSession:
                 return item
             return None
 
-    def next_wake(self) -> float:
-        """When a blocking read should next wake to deliver a notice (see :meth:`notices`);
-        ``inf`` when none can fall due. Never later than the next notice, and it only moves later."""
-        self.absorb()
-        clock = self.clock
-        if self.ended or clock.terminal is not None or clock.notice_every is None or clock.phase is Phase.DONE:
-            return _INF
-        return clock.next_notice
-
-    def next_stop(self) -> float:
-        """When the semantic timeout falls due, for a blocking read to end there (``inf`` when
-        none is set, or in shadow mode, which enforces nothing). It only moves later."""
-        self.absorb()
-        clock = self.clock
-        if (self.shadow or self.ended or clock.terminal is not None or clock.semantic_timeout is None
-                or clock.phase is Phase.DONE):
-            return _INF
-        return clock.last_semantic + clock.semantic_timeout
-
     def notices(self, now: float) -> None:
         """Deliver the notices due at ``now`` and nothing else, and refresh :attr:`wake_hint` and
         :attr:`stop_hint`: a blocking read woke and goes back to waiting (or, past the stop
@@ -343,8 +324,12 @@ class AttemptSession:
             if item is None:
                 break
             self._emit_notice(item)
-        self.wake_hint = self.next_wake()
-        self.stop_hint = self.next_stop()
+        self._refresh_hints()
+
+    def _refresh_hints(self) -> None:
+        notice, stop = self.clock.hints()
+        self.wake_hint = notice
+        self.stop_hint = _INF if self.shadow else stop
 
     def _emit_notice(self, item: Notice) -> None:
         self.record.notices += 1
@@ -369,6 +354,12 @@ class AttemptSession:
             Verdict(self.session.report, self.index, self.session.since(now), kind, self.clock.phase,
                     self.committed, enforced)
         )
+
+    def expired(self, now: float) -> Terminal | None:
+        """A read timed out at the attempt's deadline: the verdict due then (``now`` may be a
+        hair before the deadline the socket timeout was set for)."""
+        deadline = self.deadline()
+        return self.poll(max(now, deadline or now))
 
     def deadline(self) -> float | None:
         """When a terminal verdict could next fall due: the bound for the next blocking read."""

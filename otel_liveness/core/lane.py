@@ -15,6 +15,8 @@ a compiler is available; ``NATIVE`` says which one is in use), kept equal to thi
 
 from __future__ import annotations
 
+from .sse import whole_frame
+
 __all__ = ["NATIVE", "Lane", "PyLane"]
 
 _INF = float("inf")
@@ -23,7 +25,7 @@ _INF = float("inf")
 class PyLane:
     """``step(chunk, now)`` admits ``chunk`` (returns True, counts it, keeps it in ``keep`` while
     ``room`` lasts) when ``now < horizon``, ``chunk`` is exactly one LF-framed block within
-    ``max_frame`` bytes (:func:`~otel_liveness.core.sse.whole_frame`, inlined) and its first ``prefix``
+    ``max_frame`` bytes (:func:`~otel_liveness.core.sse.whole_frame`) and its first ``prefix``
     bytes are one of ``keys`` (the profile's semantic prefixes); it then moves the horizon to
     ``min(now + step, wall)``. Otherwise it returns False and changes nothing."""
 
@@ -59,15 +61,9 @@ class PyLane:
     def step(self, chunk: bytes, now: float) -> bool:
         if not (now < self.horizon) or type(chunk) is not bytes:
             return False
-        n = len(chunk)
-        # whole_frame(chunk, self.max_frame), inlined (this runs on every read)
-        if (
-            not 2 <= n <= self.max_frame
-            or chunk.find(b"\n\n") != n - 2
-            or 13 in chunk
-            or chunk[: self.prefix] not in self.keys
-        ):
+        if not whole_frame(chunk, self.max_frame) or chunk[: self.prefix] not in self.keys:
             return False
+        n = len(chunk)
         self.reads += 1
         self.nbytes += n
         gap = now - self.last

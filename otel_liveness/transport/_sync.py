@@ -291,7 +291,7 @@ class SyncLivenessMixin:
         """A clock ran out before content: a retryable failure, or the wall budget (raised)."""
         now = self._backend.now()
         if terminal is None:
-            terminal = attempt.poll(max(now, attempt.deadline() or now))
+            terminal = attempt.expired(now)
         if isinstance(terminal, WallBudgetExpired):
             attempt.verdict(now, AttemptOutcome.WALL_BUDGET, enforced=True)
             attempt.finish(now, AttemptOutcome.WALL_BUDGET, "wall_budget")
@@ -431,25 +431,25 @@ class SyncLivenessStream:
                         raise
                     if enforce and t._ours(attempt, attempt.deadline()):  # the raw clock ran out
                         now = clock()
-                        raise self._terminal(attempt.poll(max(now, attempt.deadline() or now)), now) from None
-                    self._lost_after_end(exc, enforce, request)  # the caller's own read timeout
+                        raise self._terminal(attempt.expired(now), now) from None
+                    self._lost_after_end(exc, enforce)  # the caller's own read timeout
                 except transport_error as exc:
                     if isinstance(exc, E.LivenessError):
                         raise
-                    self._lost_after_end(exc, enforce, request)
+                    self._lost_after_end(exc, enforce)
             else:  # a wall budget or semantic timeout: each read in a cancel scope at the deadline
                 while True:
                     try:
                         chunk = t._read(iterator, attempt, enforce)
                     except transport_error as exc:
-                        self._lost_after_end(exc, enforce, request)
+                        self._lost_after_end(exc, enforce)
                         chunk = EOF
                     now = clock()
                     if steady(chunk, now):
                         yield chunk
                         continue
                     if chunk is TIMEOUT:
-                        raise self._terminal(attempt.poll(max(now, attempt.deadline() or now)), now)
+                        raise self._terminal(attempt.expired(now), now)
                     if chunk is EOF:
                         break
                     release = self._general(chunk, now, enforce)
@@ -521,14 +521,14 @@ class SyncLivenessStream:
             raise self._fail(C.truncation(self._t._family, self._attempt, failure.cause, self._request,
                                           failure.error_type), failure.cause)
 
-    def _lost_after_end(self, exc: BaseException, enforce: bool, request: Any) -> None:
+    def _lost_after_end(self, exc: BaseException, enforce: bool) -> None:
         """A read failed. After the end frame nothing was lost: return, and the body ends as
         complete. Before it, the caller's content is cut: a truncation (raised)."""
         attempt = self._attempt
         if not enforce or not attempt.streaming:
             raise exc
         if not attempt.done:
-            raise self._fail(C.truncation(self._t._family, attempt, "read_error", request), "read_error") from exc
+            raise self._fail(C.truncation(self._t._family, attempt, "read_error", self._request), "read_error") from exc
 
     def _observe(self, terminal: Any, now: float) -> None:
         if not self._observed:
