@@ -15,7 +15,9 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from otel_liveness.core.engine import RequestSession
+    from otel_liveness.core.commands import READ, Release, Respond
+    from otel_liveness.core.engine import Engine
+    from otel_liveness.core.request import RequestFacts
     from otel_liveness.core.errors import FrameTooLarge, MalformedStream
     from otel_liveness.core.policy import Policy
     from otel_liveness.core.providers import PROFILES, StreamFacts
@@ -60,20 +62,33 @@ def test_one(raw: bytes) -> None:
     assert (whole is None) == (chunked is None), (data, cuts)
     assert whole == chunked, (data, cuts)
     # The engine: releases only what it received, in order; never raises anything untyped.
-    session = RequestSession(Policy(max_frame_bytes=BOUND, provider=provider), provider=provider, streaming=True, now=0.0)
-    attempt = session.attempt(0.0)
-    attempt.headers(0.0, 200, {})
+    engine = Engine(Policy(max_frame_bytes=BOUND, provider=provider, first_byte_timeout=None), RequestFacts(streaming=True),
+                    0.0, provider=provider)
+    engine.start(0.0)
+    command: object = engine.headers(0.0, 200, {"content-type": "text/event-stream"})
     released = b""
     pos = 0
-    try:
-        for i, cut in enumerate([*cuts, len(data)]):
-            released += attempt.feed(float(i), data[pos:cut])
-            pos = cut
-            attempt.poll(float(i))
-        released += attempt.eof(float(len(cuts) + 1))
-    except (FrameTooLarge, MalformedStream):
-        return
-    assert data.startswith(released) or attempt.failure is not None, (data, released)
+    for i, cut in enumerate([*cuts, len(data)]):
+        if command is not READ and not isinstance(command, (Respond, bytes)):
+            break
+        if isinstance(command, Respond):
+            released += command.first
+            if command.then is not READ:
+                break
+        command = engine.received(float(i), data[pos:cut])
+        pos = cut
+        if isinstance(command, bytes):
+            released += command
+    else:
+        command = engine.eof(float(len(cuts) + 1))
+    if isinstance(command, Respond):
+        released += command.first
+    elif isinstance(command, Release):
+        released += command.data
+    elif isinstance(command, bytes):
+        released += command
+    # Only what was received, in order; whatever the bytes, the engine answers a command, never raises.
+    assert data.startswith(released), (data, released)
 
 
 def main() -> None:

@@ -9,15 +9,12 @@ Layers (each a subpackage):
 """
 
 from .core.errors import (
-    AttemptFailed,
     FrameTooLarge,
     InvalidPolicy,
     LivenessError,
     MalformedStream,
     ProviderError,
     RateLimited,
-    RawSilence,
-    SemanticTimeout,
     StreamTruncated,
     WallTimeout,
     liveness_error,
@@ -35,7 +32,7 @@ from .core.events import (
     Verdict,
 )
 from .core.policy import Policy
-from .transport._common import liveness_policy
+from .transport._overrides import liveness_policy
 
 
 def wrap(inner_transport, policy=None, *, hooks=(), hosts=None, asynchronous=None):  # type: ignore[no-untyped-def]
@@ -48,7 +45,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AttemptEnded",
-    "AttemptFailed",
     "AttemptOutcome",
     "AttemptStarted",
     "FrameKind",
@@ -61,14 +57,12 @@ __all__ = [
     "Policy",
     "ProviderError",
     "RateLimited",
-    "RawSilence",
     "RequestEnded",
     "RequestReport",
     "RequestStarted",
     "RetryReason",
     "RetryScheduled",
     "SemanticNotice",
-    "SemanticTimeout",
     "StopReason",
     "StreamTruncated",
     "Verdict",

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from .core.policy import PROVIDERS
+from .core.providers import PROFILES
 
 
 def _seconds(text: str) -> float | None:
@@ -19,14 +19,23 @@ def _seconds(text: str) -> float | None:
     return value
 
 
+def _first_byte(text: str) -> float | str | None:
+    return "auto" if text.lower() == "auto" else _seconds(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="otel-liveness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     a = sub.add_parser("analyze", help="replay a timestamped capture through the liveness policy")
     a.add_argument("file", help="JSON Lines capture ('-' for standard input)")
-    a.add_argument("--provider", choices=PROVIDERS, default="anthropic")
-    a.add_argument("--raw-idle", type=_seconds, default=60.0, metavar="S", help="raw-silence bound (default 60, 'off')")
+    a.add_argument("--provider", choices=sorted(PROFILES), default="anthropic")
+    a.add_argument("--raw-idle", type=_seconds, default=None, metavar="S",
+                   help="raw-silence bound (default: the provider's, 90 or 600; 'off')")
+    a.add_argument("--first-byte", type=_first_byte, default="auto", metavar="S",
+                   help="bound on the wait for the first body byte ('auto' from --body-bytes, or 'off': the raw bound)")
+    a.add_argument("--body-bytes", type=int, default=None, metavar="N",
+                   help="size of the request body, for the automatic first-byte bound (default: unknown, the largest)")
     a.add_argument("--notice-every", type=_seconds, default=30.0, metavar="S", help="semantic notice cadence (default 30)")
     a.add_argument("--semantic-timeout", type=_seconds, default=None, metavar="S", help="fail after S without content")
     a.add_argument("--wall", type=_seconds, default=None, metavar="S", help="wall budget")
@@ -85,6 +94,8 @@ def _analyze(args: argparse.Namespace) -> int:
         chunks,
         provider=args.provider,
         raw_idle=args.raw_idle,
+        first_byte=args.first_byte,
+        body_size=args.body_bytes,
         notice_every=args.notice_every,
         semantic_timeout=args.semantic_timeout,
         wall=args.wall,

@@ -11,8 +11,11 @@ from otel_liveness.testing import SimulatedProvider
 # 1 provider second = 10 ms of real time; the policies below are on the same (real) scale.
 TIME_SCALE = 0.01
 
+# ``first_byte_timeout=None``: the raw bound applies from the request on (the first-byte phase has
+# tests of its own).
 FAST = Policy(
     raw_idle_timeout=0.3,
+    first_byte_timeout=None,
     semantic_notice_interval=0.1,
     backoff_initial=0.01,
     backoff_max=0.05,

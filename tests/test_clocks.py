@@ -12,7 +12,7 @@ from otel_liveness.core.clocks import (
     SemanticTimeoutExpired,
     WallBudgetExpired,
 )
-from otel_liveness.core.outcome import FrameKind, Phase
+from otel_liveness.core.outcome import FrameKind, NoticeKind, Phase
 
 H, P, S, E = FrameKind.HEARTBEAT, FrameKind.PREAMBLE, FrameKind.SEMANTIC, FrameKind.END
 
@@ -27,12 +27,15 @@ def drain(clock: AttemptClock, now: float) -> list[object]:
 
 
 def run(script: list[tuple[float, FrameKind | str]], **config: float | None) -> tuple[AttemptClock, list[object]]:
-    """Feed (time, frame kind | 'headers' | 'release' | 'poll') and collect every verdict."""
+    """Feed (time, frame kind | 'headers' | 'release' | 'poll') and collect every verdict. Between
+    events a read is waiting, begun when the last byte arrived (a reader that never pauses)."""
     clock = AttemptClock(0.0, **config)  # type: ignore[arg-type]
     clock.request_sent(0.0)
     seen: list[object] = []
     for t, what in script:
         seen += drain(clock, t)
+        if clock.terminal is None and (expired := clock.expired(t, clock.last_raw)) is not None:
+            seen.append(expired)
         if clock.terminal is not None:
             break
         if what == "headers":
@@ -41,7 +44,7 @@ def run(script: list[tuple[float, FrameKind | str]], **config: float | None) -> 
             clock.released()
         elif isinstance(what, FrameKind):
             clock.received(t, 10)
-            clock.frame(t, what)
+            clock.frames_at(t, [what])
     return clock, seen
 
 
@@ -95,7 +98,8 @@ def test_raw_silence_reports_phase_and_commitment(script, phase, committed, at) 
 
 def test_raw_clock_exempt_when_none() -> None:
     clock, seen = run([(1.0, "headers"), (10_000.0, "poll")], raw_idle=None, notice_every=None)
-    assert seen == [] and clock.next_deadline() is None
+    inf = float("inf")
+    assert seen == [] and (clock.read_deadline(1.0), clock.timed_deadline(), clock.next_notice_at()) == (inf, inf, inf)
 
 
 def test_semantic_timeout_only_when_configured() -> None:
@@ -111,22 +115,83 @@ def test_wall_budget_fires_even_while_bytes_trickle() -> None:
 
 
 def test_earliest_deadline_wins_and_notice_precedes_terminal() -> None:
-    clock = AttemptClock(0.0, raw_idle=30.0, notice_every=10.0)
+    clock = AttemptClock(0.0, raw_idle=30.0, notice_every=10.0, semantic_timeout=25.0)
     clock.headers(0.0)
-    assert clock.next_deadline() == 10.0
-    assert clock.terminal_deadline() == 30.0
+    assert clock.next_notice_at() == 10.0
+    assert clock.timed_deadline() == 25.0 and clock.read_deadline(0.0) == 30.0
     items = drain(clock, 100.0)
-    assert [type(i).__name__ for i in items] == ["Notice", "Notice", "RawSilenceExpired"]
-    assert clock.poll(200.0) is items[-1]  # terminal verdicts repeat
-    assert clock.next_deadline() is None
+    # Notices before the semantic deadline (the one at 30 is not: the failure comes first).
+    assert [type(i).__name__ for i in items] == ["Notice", "Notice", "SemanticTimeoutExpired"]
+    assert clock.poll(200.0) is items[-1] and clock.expired(200.0, 0.0) is items[-1]  # terminal verdicts repeat
+    assert clock.next_notice_at() == float("inf") and clock.timed_deadline() == float("inf")
+
+
+def test_a_read_is_judged_from_its_own_start() -> None:
+    # A caller that paused 100 s with bytes waiting: the read that gets them is progress, and the
+    # raw bound runs from the start of each read, not from the last byte.
+    clock = AttemptClock(0.0, raw_idle=30.0, notice_every=None)
+    clock.headers(0.0)
+    clock.received(1.0, 10)
+    assert clock.expired(101.0, start=100.0) is None  # began at 100 (after the pause), still in bound
+    clock.received(101.0, 10)
+    assert clock.expired(130.9, start=101.0) is None
+    verdict = clock.expired(131.0, start=101.0)
+    assert verdict == RawSilenceExpired(at=131.0, idle=30.0, phase=Phase.PREAMBLE, committed=False)
+
+
+def test_first_byte_bound_until_the_body_starts() -> None:
+    clock = AttemptClock(0.0, raw_idle=30.0, first_byte=240.0, notice_every=60.0)
+    clock.request_sent(0.0)
+    assert clock.read_deadline(0.0) == 240.0
+    clock.headers(5.0)  # a gateway that flushes headers early: still the first-byte wait
+    assert clock.read_deadline(5.0) == 240.0 and clock.expired(239.0, 5.0) is None
+    assert [n.kind for n in drain(clock, 200.0)] == [NoticeKind.PREFILL] * 3
+    clock.received(200.0, 5)
+    assert clock.read_deadline(200.0) == 230.0 and clock.first_byte == 200.0
+    assert clock.poll_notice(260.0).kind is NoticeKind.SEMANTIC  # type: ignore[union-attr]
+
+
+def test_first_byte_expiry_is_marked() -> None:
+    clock = AttemptClock(0.0, raw_idle=30.0, first_byte=100.0)
+    clock.request_sent(0.0)
+    verdict = clock.expired(100.0, 0.0)
+    assert verdict == RawSilenceExpired(at=100.0, idle=100.0, phase=Phase.AWAITING_HEADERS, committed=False,
+                                        first_byte=True)
+
+
+def test_learned_raw_bound() -> None:
+    clock = AttemptClock(0.0, raw_idle=90.0, adaptive=(0.2, None))
+    clock.headers(0.0)
+    clock.received(0.0, 10)
+    assert clock.raw_bound() == 90.0  # nothing learned before two heartbeats
+    for t in (1.0, 1.1, 1.2, 1.3):
+        clock.received(t, 10)
+        clock.frames_at(t, [H])
+    assert clock.raw_bound() == pytest.approx(0.3)  # max(floor, 3 x 0.1)
+    clock.received(1.55, 10)
+    clock.frames_at(1.55, [H])  # one 2.5x-late ping: well inside, and it teaches a longer cadence
+    assert clock.raw_bound() == pytest.approx(0.75)
+    clock.received(2.0, 10)
+    clock.frames_at(2.0, [S])  # content is not a keep-alive cadence
+    assert clock.raw_bound() == pytest.approx(0.75)
+    learned = AttemptClock(0.0, raw_idle=90.0, adaptive=(0.2, 25.0))
+    learned.frames_at(1.0, [H, H])
+    assert learned.raw_bound() == 75.0  # what recent attempts to the host showed: never tighter
+    capped = AttemptClock(0.0, raw_idle=60.0, adaptive=(0.2, None))
+    capped.frames_at(0.0, [H])
+    capped.frames_at(31.0, [H])
+    assert capped.raw_bound() == 60.0  # never above the fixed bound
 
 
 def test_end_frame_stops_every_clock() -> None:
     clock = AttemptClock(0.0, raw_idle=5.0, notice_every=1.0, wall_deadline=9.0, wall_budget=9.0)
     clock.headers(0.5)
-    clock.frame(1.0, S)
-    clock.frame(1.5, E)
-    assert clock.next_deadline() is None and clock.poll(1000.0) is CONTINUE
+    clock.frames_at(1.0, [S])
+    clock.frames_at(1.5, [E])
+    assert clock.poll(1000.0) is CONTINUE
+    assert clock.timed_deadline() == float("inf") and clock.next_notice_at() == float("inf")
+    # Reads still end at the raw bound: a silent rest of the body only holds the connection.
+    assert clock.read_deadline(1.5) == 6.5
 
 
 def test_counters_and_first_times() -> None:
@@ -134,12 +199,12 @@ def test_counters_and_first_times() -> None:
     clock.request_sent(100.0)
     clock.headers(100.5)
     clock.received(101.0, 40)
-    clock.frame(101.0, P)
+    clock.frames_at(101.0, [P])
     clock.received(130.0, 10)
-    clock.frame(130.0, H)
+    clock.frames_at(130.0, [H])
     clock.received(170.0, 90)
-    clock.frame(170.0, S)
-    assert (clock.first_byte, clock.first_semantic) == (0.5, 70.0)
+    clock.frames_at(170.0, [S])
+    assert (clock.first_byte, clock.first_semantic) == (1.0, 70.0)  # the first *body* byte
     assert (clock.bytes, clock.frames, clock.heartbeats) == (140, 3, 1)
     assert clock.max_raw_gap == 40.0 and clock.max_semantic_gap == 70.0
 
@@ -149,12 +214,12 @@ def test_counters_and_first_times() -> None:
     [[], [H, H], [H, S, H], [P, H, S, S, E], [FrameKind.UNKNOWN, H], [S, H, H, FrameKind.ERROR]],
 )
 def test_frames_at_equals_frame_by_frame(kinds: list[FrameKind]) -> None:
-    one, batch = (AttemptClock(0.0, raw_idle=60.0, notice_every=10.0) for _ in range(2))
+    one, batch = (AttemptClock(0.0, raw_idle=60.0, notice_every=10.0, adaptive=(1.0, None)) for _ in range(2))
     for clock in (one, batch):
         clock.headers(1.0)
-        clock.frame(2.0, H)
+        clock.frames_at(2.0, [H])
     for kind in kinds:
-        one.frame(5.0, kind)
+        one.frames_at(5.0, [kind])
     batch.frames_at(5.0, kinds)
     for name in AttemptClock.__slots__:
         assert getattr(one, name) == getattr(batch, name), name

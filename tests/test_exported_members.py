@@ -28,12 +28,11 @@ def test_error_tree() -> None:
         MalformedStream,
         ProviderError,
         RateLimited,
-        RawSilence,
         StreamTruncated,
         WallTimeout,
     )
 
     assert issubclass(FrameTooLarge, MalformedStream)
     assert issubclass(RateLimited, ProviderError)
-    for cls in (RawSilence, StreamTruncated, WallTimeout, ProviderError, MalformedStream):
+    for cls in (StreamTruncated, WallTimeout, ProviderError, MalformedStream):
         assert issubclass(cls, LivenessError)

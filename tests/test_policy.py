@@ -9,7 +9,7 @@ from otel_liveness import InvalidPolicy, Policy
 
 def test_defaults_are_documented_values() -> None:
     p = Policy()
-    assert (p.raw_idle_timeout, p.semantic_notice_interval, p.semantic_timeout, p.wall_timeout) == (60.0, 30.0, None, None)
+    assert (p.raw_idle_timeout, p.semantic_notice_interval, p.semantic_timeout, p.wall_timeout) == (90.0, 30.0, None, None)
     assert (p.max_attempts, p.max_rate_limit_attempts, p.max_retry_after) == (3, 6, 60.0)
     assert p.raw_idle_timeout_non_streaming is None
 

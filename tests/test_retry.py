@@ -1,4 +1,4 @@
-"""Retry decisions: every row of DESIGN.md's policy table that is about failures."""
+"""Retry decisions: every row of the policy table (docs/configuration.md) that is about failures."""
 
 from __future__ import annotations
 

@@ -258,22 +258,22 @@ def test_notices_arrive_on_time_during_total_silence(variant, provider, where) -
 def test_a_notice_that_cannot_be_delivered_does_not_spin_the_read(variant, provider) -> None:  # type: ignore[no-untyped-def]
     # semantic_timeout == notice interval: the first notice is never delivered (the failure comes
     # first). The blocked read must then simply wait for its own deadline, not wake every ms.
-    from otel_liveness.core.engine import AttemptSession
+    from otel_liveness.core.engine import Engine
 
     calls = []
-    original = AttemptSession.notices
+    original = Engine.woke
 
-    def counting(self, now):  # type: ignore[no-untyped-def]
+    def counting(self, now, start):  # type: ignore[no-untyped-def]
         calls.append(now)
-        return original(self, now)
+        return original(self, now, start)
 
     url = provider.add("silent", [[s.Headers(), *anthropic_reply("ab", deltas=2)[:3], s.Sleep(60.0), s.Close()]])
     policy = FAST.replace(raw_idle_timeout=0.5, semantic_notice_interval=0.2, semantic_timeout=0.2)
-    AttemptSession.notices = counting  # type: ignore[method-assign]
+    Engine.woke = counting  # type: ignore[method-assign]
     try:
         result = run(variant, policy, url + URL)
     finally:
-        AttemptSession.notices = original  # type: ignore[method-assign]
+        Engine.woke = original  # type: ignore[method-assign]
     assert isinstance(result.error, StreamTruncated)
     assert len(calls) <= 3, len(calls)
 

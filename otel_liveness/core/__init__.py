@@ -1,5 +1,6 @@
-"""The pure core of otel-liveness: SSE scanning, provider classification, the three-clock state
-machine, retry decisions and the outcome vocabulary.
+"""The pure core of otel-liveness: SSE scanning, provider classification, the liveness clocks, retry
+decisions, the outcome vocabulary -- and the engine that owns every decision about a request,
+answering the drivers with commands.
 
 Nothing in this package performs I/O, reads a clock or imports httpx or OpenTelemetry: it is fed
 bytes and timestamps and returns decisions (``tests/test_core_purity.py`` enforces this).
@@ -10,56 +11,82 @@ from .clocks import (
     AttemptClock,
     Continue,
     Notice,
+    Due,
     RawSilenceExpired,
     SemanticTimeoutExpired,
-    Verdict,
+    Terminal,
     WallBudgetExpired,
 )
+from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
+from .engine import Engine, IOFailure
+from .memory import CadenceMemory, ExhaustedCache
 from .outcome import (
     AttemptOutcome,
     AttemptRecord,
+    Completion,
     DelaySource,
     FrameKind,
+    NoticeKind,
     Phase,
     RequestReport,
     RetryReason,
     StopReason,
 )
 from .policy import Policy
+from .request import RequestFacts
 from .providers import PROFILES, ProviderProfile, StreamFacts, profile_for, select_provider
 from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, Truncate, backoff, decide, retry_after
 from .sse import COMMENT, Frame, SSEScanner
 
 __all__ = [
     "COMMENT",
+    "COMPLETE",
     "CONTINUE",
     "PROFILES",
+    "READ",
     "AttemptClock",
     "AttemptOutcome",
     "AttemptRecord",
+    "CadenceMemory",
+    "Command",
+    "Complete",
+    "Completion",
     "Continue",
     "DelaySource",
+    "Due",
+    "Engine",
+    "ExhaustedCache",
+    "Fail",
     "Failure",
     "FailureKind",
     "Frame",
     "FrameKind",
     "GiveUp",
+    "IOFailure",
     "Notice",
+    "NoticeKind",
     "Phase",
     "Policy",
     "ProviderProfile",
     "RawSilenceExpired",
+    "Read",
     "Reject",
+    "Release",
+    "RequestFacts",
     "RequestReport",
+    "Reraise",
+    "Respond",
     "Retry",
     "RetryReason",
     "RetryState",
     "SSEScanner",
     "SemanticTimeoutExpired",
+    "Send",
+    "Sleep",
     "StopReason",
     "StreamFacts",
+    "Terminal",
     "Truncate",
-    "Verdict",
     "WallBudgetExpired",
     "backoff",
     "decide",

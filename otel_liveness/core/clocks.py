@@ -1,23 +1,34 @@
-"""The three-clock liveness state machine of one attempt (sans-I/O, no clock of its own).
+"""The liveness clocks of one attempt (sans-I/O, no clock of its own).
 
-The driver feeds it what happened and *when* (``now`` is any monotonic seconds value it chooses)
-and asks two questions: :meth:`AttemptClock.poll` -- "what is due at ``now``?" -- and
-:meth:`AttemptClock.next_deadline` -- "when should I look again?".
+The engine feeds it what happened and *when* (``now`` is any monotonic seconds value the driver
+chooses) and asks two kinds of question:
 
-======================  ==========================================  ============================
-clock                   reset by                                    on expiry
-======================  ==========================================  ============================
-raw silence             every byte (data, ping, comment)            :class:`RawSilenceExpired`
-semantic silence        semantic and end frames                     :class:`Notice` (re-armed)
-semantic timeout        semantic and end frames                     :class:`SemanticTimeoutExpired`
-                        (only if configured)
-wall budget             never (absolute deadline for the request)   :class:`WallBudgetExpired`
-======================  ==========================================  ============================
+- :meth:`AttemptClock.poll` -- "what is due at ``now``?": notices and the *time-based* verdicts
+  (wall budget, semantic timeout). One item per call, earliest first, like h11's ``next_event``;
+  the caller loops until :data:`CONTINUE`. A terminal verdict ends the machine (later polls repeat
+  it). Notices never end anything.
+- :meth:`AttemptClock.expired` -- "a read that started at ``start`` is still waiting at ``now``:
+  is that a verdict?". Wire silence is judged only this way, on a read that waited: bytes that
+  were waiting in the socket while the caller did not read are progress the moment they are read,
+  so a paused reader is never mistaken for a dead wire.
 
-``poll`` returns the *earliest* due item first (an item due at ``t`` is delivered before input
-fed at ``t``), one per call, like h11's ``next_event``: the
-driver loops until it gets :data:`CONTINUE`. A terminal verdict ends the machine (later polls
-repeat it). Notices never end anything.
+=====================  ========================================  ==================================
+clock                  reset by                                  on expiry
+=====================  ========================================  ==================================
+first byte             the first byte of the body                :class:`RawSilenceExpired`
+                       (bound from the request being sent)       (``first_byte=True``)
+raw silence            every byte (data, ping, comment);         :class:`RawSilenceExpired`
+                       measured per read, from its start
+semantic silence       semantic and end frames                   :class:`Notice` (re-armed)
+semantic timeout       semantic and end frames (if configured)   :class:`SemanticTimeoutExpired`
+wall budget            never (absolute deadline of the request)  :class:`WallBudgetExpired`
+=====================  ========================================  ==================================
+
+The raw bound is fixed (``raw_idle``) or, with ``adaptive=(floor, learned)``, learned from the
+heartbeat cadence: once two heartbeats were seen, ``max(floor, 3 x the largest heartbeat gap)``
+(the gap also taking ``learned``, remembered from recent attempts to the host), never above
+``raw_idle``. Only heartbeat-to-heartbeat gaps teach it: content cadence is not a keep-alive
+cadence. A notice before the first body byte is a *prefill* notice (:attr:`NoticeKind.PREFILL`).
 """
 
 from __future__ import annotations
@@ -25,18 +36,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from .outcome import FrameKind, Phase
+from .outcome import FrameKind, NoticeKind, Phase
 
 __all__ = [
     "CONTINUE",
     "AttemptClock",
     "Continue",
+    "Due",
     "Notice",
     "RawSilenceExpired",
     "SemanticTimeoutExpired",
-    "Verdict",
+    "Terminal",
     "WallBudgetExpired",
 ]
+
+#: How many of the largest heartbeat gaps the learned raw bound allows.
+ADAPTIVE_FACTOR: Final = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,22 +64,25 @@ CONTINUE: Final = Continue()
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """The model has been semantically silent for another ``semantic_notice_interval``."""
+    """The model has been silent for another ``semantic_notice_interval``: before the first body
+    byte a prefill wait, after it a semantic (thinking) wait."""
 
     at: float  # when it became due
-    number: int  # 1 for the first notice of this silence... counted over the attempt
+    number: int  # counted over the attempt
     semantic_idle: float
     raw_idle: float
     heartbeats_since_semantic: int
     phase: Phase
+    kind: NoticeKind = NoticeKind.SEMANTIC
 
 
 @dataclass(frozen=True, slots=True)
 class RawSilenceExpired:
     at: float
-    idle: float  # the configured bound that ran out
+    idle: float  # the bound that ran out
     phase: Phase
     committed: bool
+    first_byte: bool = False  # the first-byte bound (no body byte yet), not the raw one
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +101,8 @@ class WallBudgetExpired:
     committed: bool
 
 
-Verdict = Continue | Notice | RawSilenceExpired | SemanticTimeoutExpired | WallBudgetExpired
 Terminal = RawSilenceExpired | SemanticTimeoutExpired | WallBudgetExpired
+Due = Continue | Notice | Terminal
 
 _INF = float("inf")
 _H, _S, _E = FrameKind.HEARTBEAT, FrameKind.SEMANTIC, FrameKind.END
@@ -93,27 +111,38 @@ _H, _S, _E = FrameKind.HEARTBEAT, FrameKind.SEMANTIC, FrameKind.END
 class AttemptClock:
     """Liveness state of one attempt.
 
-    ``raw_idle``: raw-silence bound (``None`` = exempt, e.g. non-streaming); ``notice_every``:
-    semantic notice cadence (``None`` = no notices); ``semantic_timeout`` (``None`` = never fail on
-    semantic silence); ``wall_deadline``/``wall_budget``: the request's absolute deadline on the
-    same time base and the configured budget it came from.
+    ``raw_idle``: the raw-silence bound, the ceiling of the learned one (``None`` = exempt, e.g.
+    non-streaming); ``first_byte``: the bound from the request being sent to the first body byte
+    (``None``: the raw bound applies from the start); ``notice_every``: notice cadence (``None`` =
+    no notices); ``semantic_timeout`` (``None`` = never fail on semantic silence);
+    ``wall_deadline``/``wall_budget``: the request's absolute deadline on the same time base and
+    the configured budget it came from; ``adaptive``: ``(floor, learned gap or None)`` to learn
+    the raw bound from the heartbeat cadence.
     """
 
     __slots__ = (
         "raw_idle",
+        "first_byte_bound",
         "notice_every",
         "semantic_timeout",
         "wall_deadline",
         "wall_budget",
+        "adaptive_floor",
+        "learned_gap",
         "phase",
         "committed",
         "started",
+        "sent_at",
+        "body_started",
         "last_raw",
         "last_semantic",
+        "last_heartbeat",
         "next_notice",
         "notices",
         "heartbeats",
         "heartbeats_since_semantic",
+        "heartbeat_gaps",
+        "max_heartbeat_gap",
         "frames",
         "bytes",
         "max_raw_gap",
@@ -128,25 +157,35 @@ class AttemptClock:
         now: float,
         *,
         raw_idle: float | None,
+        first_byte: float | None = None,
         notice_every: float | None = None,
         semantic_timeout: float | None = None,
         wall_deadline: float | None = None,
         wall_budget: float | None = None,
+        adaptive: tuple[float, float | None] | None = None,
     ) -> None:
         self.raw_idle = raw_idle
+        self.first_byte_bound = first_byte
         self.notice_every = notice_every
         self.semantic_timeout = semantic_timeout
         self.wall_deadline = wall_deadline
         self.wall_budget = wall_budget
+        self.adaptive_floor = adaptive[0] if adaptive is not None else None
+        self.learned_gap = adaptive[1] if adaptive is not None else None
         self.phase = Phase.CONNECTING
         self.committed = False
         self.started = now
+        self.sent_at = now
+        self.body_started = False
         self.last_raw = now
         self.last_semantic = now
+        self.last_heartbeat: float | None = None
         self.next_notice = now + notice_every if notice_every is not None else _INF
         self.notices = 0
         self.heartbeats = 0
         self.heartbeats_since_semantic = 0
+        self.heartbeat_gaps = 0
+        self.max_heartbeat_gap = 0.0
         self.frames = 0
         self.bytes = 0
         self.max_raw_gap = 0.0
@@ -158,54 +197,60 @@ class AttemptClock:
     # -- inputs ---------------------------------------------------------------------------------
 
     def request_sent(self, now: float) -> None:
-        """The request left (connection established): now waiting for headers."""
+        """The request is on its way: waiting for the first byte."""
         if self.phase is Phase.CONNECTING:
             self.phase = Phase.AWAITING_HEADERS
+            self.sent_at = now
             self._raw(now)
 
     def headers(self, now: float) -> None:
-        """Response headers arrived."""
+        """Response headers arrived (raw progress; the first-byte wait goes on until the body's
+        first byte: a gateway may flush headers before the provider answers)."""
         if self.phase in (Phase.CONNECTING, Phase.AWAITING_HEADERS):
             self.phase = Phase.PREAMBLE
         self._raw(now)
-        if self.first_byte is None:
-            self.first_byte = now - self.started
 
     def received(self, now: float, nbytes: int) -> None:
         """``nbytes`` of body arrived (resets the raw clock, whatever they hold)."""
         self.bytes += nbytes
         self._raw(now)
-        if self.first_byte is None:
+        if not self.body_started and nbytes:
+            self.body_started = True
             self.first_byte = now - self.started
 
-    def frame(self, now: float, kind: FrameKind) -> None:
-        """A frame of ``kind`` was decoded (call after :meth:`received` for its bytes)."""
-        self.frames += 1
-        if kind is FrameKind.HEARTBEAT:
-            self.heartbeats += 1
-            self.heartbeats_since_semantic += 1
-        elif kind is FrameKind.SEMANTIC or kind is FrameKind.END:
+    def frames_at(self, now: float, kinds: list[FrameKind]) -> None:
+        """The frames of ``kinds`` were decoded at ``now`` (one read; call after :meth:`received`
+        for its bytes). Counted by C-level list methods, not a call per frame."""
+        if not kinds:
+            return
+        heartbeats = kinds.count(_H)
+        self.frames += len(kinds)
+        if heartbeats:
+            self.heartbeats += heartbeats
+            self._heartbeat(now, heartbeats)
+        end = _E in kinds
+        if not end and _S not in kinds:
+            self.heartbeats_since_semantic += heartbeats
+            return
+        if heartbeats:  # heartbeats after the last semantic/end frame of this read
+            last = len(kinds) - 1
+            while kinds[last] is not _S and kinds[last] is not _E:
+                last -= 1
+            self.heartbeats_since_semantic = kinds[last:].count(_H)
+        else:
             self.heartbeats_since_semantic = 0
-            self._semantic(now, kind is FrameKind.END)
+        self._semantic(now, end)
 
-    def steady(self) -> tuple[float, float, float]:
-        """For the transport's steady lane: ``(horizon, step, wall)``. A read that holds exactly
-        one semantic frame, arriving before ``horizon`` while the previous read was semantic too,
-        makes nothing due; it moves the horizon to ``min(read time + step, wall)``. The horizon
-        is ``-inf`` (lane closed) unless the last read was semantic and the stream is live."""
-        if (
-            self.terminal is not None
-            or self.phase is not Phase.STREAMING
-            or self.last_raw != self.last_semantic
-        ):
-            return -_INF, 0.0, _INF
-        raw, sem, wall, notice = self._deadlines()
-        step = min(
-            _INF if self.raw_idle is None else self.raw_idle,
-            _INF if self.semantic_timeout is None else self.semantic_timeout,
-            _INF if self.notice_every is None else self.notice_every,
-        )
-        return min(raw, sem, wall, notice), step, wall
+    def _heartbeat(self, now: float, count: int) -> None:
+        last = self.last_heartbeat
+        if last is not None:
+            gap = now - last
+            self.heartbeat_gaps += 1
+            if gap > self.max_heartbeat_gap:
+                self.max_heartbeat_gap = gap
+        if count > 1:
+            self.heartbeat_gaps += count - 1  # several in one read: gaps of zero
+        self.last_heartbeat = now
 
     def semantic_reads(self, reads: int, nbytes: int, last: float, max_gap: float) -> None:
         """``reads`` steady-lane reads (one semantic frame each, ``nbytes`` in all), the last at
@@ -221,27 +266,6 @@ class AttemptClock:
         self.heartbeats_since_semantic = 0
         if self.notice_every is not None:
             self.next_notice = last + self.notice_every
-
-    def frames_at(self, now: float, kinds: list[FrameKind]) -> None:
-        """All ``kinds`` decoded at ``now`` (one read): same effect as :meth:`frame` for each, with
-        the counting done by C-level list methods instead of a call per frame."""
-        if not kinds:
-            return
-        heartbeats = kinds.count(_H)
-        self.frames += len(kinds)
-        self.heartbeats += heartbeats
-        end = _E in kinds
-        if not end and _S not in kinds:
-            self.heartbeats_since_semantic += heartbeats
-            return
-        if heartbeats:  # heartbeats after the last semantic/end frame of this read
-            last = len(kinds) - 1
-            while kinds[last] is not _S and kinds[last] is not _E:
-                last -= 1
-            self.heartbeats_since_semantic = kinds[last:].count(_H)
-        else:
-            self.heartbeats_since_semantic = 0
-        self._semantic(now, end)
 
     def _semantic(self, now: float, end: bool) -> None:
         """Content (or the end) arrived at ``now``: reset the semantic clock and re-arm notices."""
@@ -269,6 +293,7 @@ class AttemptClock:
             self.max_semantic_gap = gap
         self._raw(now)
         self.raw_idle = None
+        self.first_byte_bound = None
         self.notice_every = None
         self.semantic_timeout = None
         self.wall_deadline = None
@@ -280,62 +305,132 @@ class AttemptClock:
             self.max_raw_gap = gap
         self.last_raw = now
 
+    # -- bounds ---------------------------------------------------------------------------------
+
+    @property
+    def adaptive(self) -> bool:
+        return self.adaptive_floor is not None
+
+    def raw_bound(self) -> float | None:
+        """The raw-silence bound a read is judged by now (``None``: none)."""
+        ceiling = self.raw_idle
+        if ceiling is None or self.adaptive_floor is None or self.heartbeat_gaps == 0:
+            return ceiling
+        gap = self.max_heartbeat_gap
+        if self.learned_gap is not None and self.learned_gap > gap:
+            gap = self.learned_gap
+        return min(ceiling, max(self.adaptive_floor, ADAPTIVE_FACTOR * gap))
+
+    def read_deadline(self, start: float) -> float:
+        """When a read that started at ``start`` and got nothing is a wire-silence verdict:
+        before the first body byte, the first-byte deadline (from the request being sent); after
+        it, ``start`` plus the raw bound (``inf``: none). After the end frame too: the reply is
+        whole, a silent or broken rest of the body only holds the connection."""
+        if self.terminal is not None:
+            return _INF
+        if not self.body_started and self.first_byte_bound is not None:
+            return self.sent_at + self.first_byte_bound
+        bound = self.raw_bound()
+        return _INF if bound is None else start + bound
+
+    def _deadlines(self) -> tuple[float, float, float]:
+        """(semantic deadline, wall deadline, next notice): the time-based ones."""
+        if self.phase is Phase.DONE:
+            return _INF, _INF, _INF
+        sem = self.last_semantic + self.semantic_timeout if self.semantic_timeout is not None else _INF
+        wall = self.wall_deadline if self.wall_deadline is not None else _INF
+        return sem, wall, self.next_notice
+
+    def timed_deadline(self) -> float:
+        """The next time a time-based terminal verdict (semantic timeout, wall budget) could fall
+        due (``inf``: none)."""
+        if self.terminal is not None:
+            return _INF
+        sem, wall, _ = self._deadlines()
+        return sem if sem < wall else wall
+
+    def next_notice_at(self) -> float:
+        """When the next notice falls due, if that is before every time-based terminal deadline
+        (``inf`` otherwise)."""
+        if self.terminal is not None or self.notice_every is None:
+            return _INF
+        sem, wall, notice = self._deadlines()
+        return notice if notice < sem and notice < wall else _INF
+
+    def steady(self) -> tuple[float, float, float]:
+        """For the steady lane: ``(horizon, step, wall)``. A read that holds exactly one semantic
+        frame, arriving before ``horizon`` while the previous read was semantic too, makes nothing
+        due; it moves the horizon to ``min(read time + step, wall)``. The horizon is ``-inf``
+        (lane closed) unless the last read was semantic and the stream is live. Wire silence is
+        judged per read (:meth:`expired`), so it takes no part here."""
+        if self.terminal is not None or self.phase is not Phase.STREAMING or self.last_raw != self.last_semantic:
+            return -_INF, 0.0, _INF
+        sem, wall, notice = self._deadlines()
+        step = min(
+            _INF if self.semantic_timeout is None else self.semantic_timeout,
+            _INF if self.notice_every is None else self.notice_every,
+        )
+        return min(sem, wall, notice), step, wall
+
     # -- questions ------------------------------------------------------------------------------
 
-    def _deadlines(self) -> tuple[float, float, float, float]:
-        done = self.phase is Phase.DONE
-        raw = self.last_raw + self.raw_idle if self.raw_idle is not None and not done else _INF
-        sem = (
-            self.last_semantic + self.semantic_timeout
-            if self.semantic_timeout is not None and not done
-            else _INF
-        )
-        wall = self.wall_deadline if self.wall_deadline is not None and not done else _INF
-        notice = self.next_notice if not done else _INF
-        return raw, sem, wall, notice
-
-    def next_deadline(self) -> float | None:
-        """The next time :meth:`poll` could return something other than :data:`CONTINUE`."""
+    def expired(self, now: float, start: float) -> Terminal | None:
+        """A read started at ``start`` has got nothing until ``now``: the terminal verdict due
+        (time-based ones first, then wire silence), or ``None``. Records it."""
         if self.terminal is not None:
+            return self.terminal
+        due = self.poll_terminal(now)
+        if due is not None:
+            return due
+        deadline = self.read_deadline(start)
+        if now < deadline:
             return None
-        soonest = min(self._deadlines())
-        return None if soonest == _INF else soonest
+        if not self.body_started and self.first_byte_bound is not None:
+            verdict = RawSilenceExpired(deadline, self.first_byte_bound, self.phase, self.committed, True)
+        else:
+            verdict = RawSilenceExpired(deadline, deadline - start, self.phase, self.committed)
+        self.terminal = verdict
+        return verdict
 
-    def terminal_deadline(self) -> float | None:
-        """The next time a *terminal* verdict could fall due (ignores notices): the bound a
-        blocking read may wait for without losing a failure."""
+    def poll_terminal(self, now: float) -> Terminal | None:
+        """The time-based terminal verdict due at ``now`` (notices left for :meth:`poll`)."""
         if self.terminal is not None:
+            return self.terminal
+        sem, wall, _ = self._deadlines()
+        if now < sem and now < wall:
             return None
-        raw, sem, wall, _ = self._deadlines()
-        soonest = min(raw, sem, wall)
-        return None if soonest == _INF else soonest
+        verdict: Terminal
+        if wall <= sem:
+            verdict = WallBudgetExpired(wall, self.wall_budget or 0.0, self.phase, self.committed)
+        else:
+            verdict = SemanticTimeoutExpired(sem, self.semantic_timeout or 0.0, self.phase, self.committed)
+        self.terminal = verdict
+        return verdict
 
-    def hints(self) -> tuple[float, float]:
-        """``(next notice, semantic deadline)`` for a blocking read to wake or stop at; ``inf``
-        when none can fall due (after a verdict, at the end, or unset). Each only moves later."""
+    def poll(self, now: float) -> Due:
+        """The earliest item due at ``now`` (one per call): a notice, or a time-based verdict."""
         if self.terminal is not None:
-            return _INF, _INF
-        _, sem, _, notice = self._deadlines()
-        return notice, sem
-
-    def wake_at(self) -> float | None:
-        """When the next notice falls due, if that is before every terminal deadline: the time a
-        blocking read may wake at to deliver it (:meth:`poll_notice`) and then wait on."""
-        if self.terminal is not None or self.notice_every is None:
-            return None
-        raw, sem, wall, notice = self._deadlines()
-        return notice if notice < min(raw, sem, wall) else None
+            return self.terminal
+        if now < self.next_notice and (
+            (self.semantic_timeout is None or now < self.last_semantic + self.semantic_timeout)
+            and (self.wall_deadline is None or now < self.wall_deadline)
+        ) or self.phase is Phase.DONE:
+            return CONTINUE  # the fast path, taken on nearly every read
+        sem, wall, notice = self._deadlines()
+        if notice <= now and notice < sem and notice < wall:
+            return self._notice(notice)
+        return self.poll_terminal(now) or CONTINUE
 
     def poll_notice(self, now: float) -> Notice | None:
-        """The notice due at ``now``, if one is (never a terminal verdict: those are the read's)."""
-        at = self.wake_at()
-        if at is None or now < at:
+        """The notice due at ``now``, if one is (never a terminal verdict)."""
+        at = self.next_notice_at()
+        if now < at:
             return None
         return self._notice(at)
 
     def _notice(self, at: float) -> Notice:
         self.notices += 1
-        self.next_notice = at + self.notice_every  # type: ignore[operator]
+        self.next_notice = at + (self.notice_every or _INF)
         return Notice(
             at=at,
             number=self.notices,
@@ -343,32 +438,5 @@ class AttemptClock:
             raw_idle=max(0.0, at - self.last_raw),
             heartbeats_since_semantic=self.heartbeats_since_semantic,
             phase=self.phase,
+            kind=NoticeKind.SEMANTIC if self.body_started else NoticeKind.PREFILL,
         )
-
-    def poll(self, now: float) -> Verdict:
-        """The earliest item due at ``now`` (one per call)."""
-        if self.terminal is not None:
-            return self.terminal
-        # Fast path, taken on nearly every read: nothing is due yet.
-        if (
-            now < self.next_notice
-            and (self.raw_idle is None or now < self.last_raw + self.raw_idle)
-            and (self.wall_deadline is None or now < self.wall_deadline)
-            and (self.semantic_timeout is None or now < self.last_semantic + self.semantic_timeout)
-        ) or self.phase is Phase.DONE:
-            return CONTINUE
-        raw, sem, wall, notice = self._deadlines()
-        soonest = min(raw, sem, wall, notice)
-        if soonest > now:
-            return CONTINUE
-        if notice == soonest and notice < min(raw, sem, wall):
-            return self._notice(notice)
-        verdict: Terminal
-        if wall == soonest:
-            verdict = WallBudgetExpired(wall, self.wall_budget or 0.0, self.phase, self.committed)
-        elif raw == soonest:
-            verdict = RawSilenceExpired(raw, self.raw_idle or 0.0, self.phase, self.committed)
-        else:
-            verdict = SemanticTimeoutExpired(sem, self.semantic_timeout or 0.0, self.phase, self.committed)
-        self.terminal = verdict
-        return verdict

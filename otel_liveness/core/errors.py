@@ -6,17 +6,17 @@
     ├── MalformedStream                the body is not the wire format the provider speaks
     │   └── FrameTooLarge              one SSE line/frame exceeded the configured bound
     ├── InvalidPolicy (ValueError)     a Policy field or OTEL_LIVENESS_* variable is wrong
-    ├── AttemptFailed                  one provider attempt ended without a complete reply
-    │   ├── RawSilence                 no byte arrived for raw_idle_timeout (dead connection)
-    │   └── SemanticTimeout            no content for semantic_timeout (only if configured)
     ├── StreamTruncated                content was released, then the stream died; carries the prefix
     ├── ProviderError                  the retry budget is spent; names attempts and the last cause
     │   └── RateLimited                ... and the last cause was a 429 / rate-limit error
     └── WallTimeout                    the request's wall budget expired; reports the budget
 
+Failures of single attempts are not errors the caller sees: they are retried below it, or end
+as one of the errors above, and are reported (``response.extensions["liveness"]``, telemetry).
 The transport drivers raise subclasses that are *also* instances of the HTTP library's matching
-exception (a raw silence before headers is an ``httpx.ReadTimeout``, a truncation is an
-``httpx.RemoteProtocolError``...), so ``except`` clauses written for the HTTP library keep working.
+exception (a truncation by raw silence is an ``httpx.ReadTimeout``, by a broken connection an
+``httpx.ReadError``, by an in-band error an ``httpx.RemoteProtocolError``...), so ``except``
+clauses written for the HTTP library keep working.
 This module imports nothing but the standard library.
 """
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "AttemptFailed",
     "liveness_error",
     "FrameTooLarge",
     "InvalidPolicy",
@@ -33,8 +32,6 @@ __all__ = [
     "MalformedStream",
     "ProviderError",
     "RateLimited",
-    "RawSilence",
-    "SemanticTimeout",
     "StreamTruncated",
     "WallTimeout",
 ]
@@ -65,36 +62,18 @@ class InvalidPolicy(LivenessError, ValueError):
         self.field = field
 
 
-class AttemptFailed(LivenessError):
-    """One attempt failed in a way the retry policy may recover from.
-
-    ``phase`` is where the attempt was (see :class:`~otel_liveness.core.outcome.Phase`),
-    ``idle`` how long the relevant clock ran, ``committed`` whether content had been released.
-    """
-
-    def __init__(self, message: str, *, phase: str, idle: float, committed: bool = False) -> None:
-        super().__init__(message)
-        self.phase = phase
-        self.idle = idle
-        self.committed = committed
-
-
-class RawSilence(AttemptFailed):
-    """No byte (data, ping or comment) arrived for ``raw_idle_timeout`` seconds."""
-
-
-class SemanticTimeout(AttemptFailed):
-    """No semantic frame for ``semantic_timeout`` seconds (only raised when explicitly configured)."""
-
-
 class StreamTruncated(LivenessError):
     """Content was released to the caller, then the stream failed.
 
     The reply is *not* retried (its prefix is already in the caller's hands). ``prefix`` is
-    exactly the bytes released; ``partial`` the decoded partial content where the provider's
-    format allows (Anthropic: the complete content blocks and the open one), else ``None``;
-    ``cause`` a short machine-readable reason (``raw_silence``, ``error_event``, ``read_error``,
-    ``eof_without_end``, ``semantic_timeout``).
+    exactly the bytes released (the first ``max_prefix_bytes`` of them; decoded when the response
+    was content-encoded), ``released`` how many bytes were released in all; ``partial`` the
+    decoded partial content where the provider's format allows (Anthropic: the complete content
+    blocks and the open one), else ``None``; ``cause`` a short machine-readable reason:
+    ``raw_silence`` (no byte for the raw bound), ``semantic_timeout`` (only when configured),
+    ``read_error`` (the connection broke, or the caller's own read timeout), ``eof`` (the body
+    ended before the reply did) or ``error_event:<type>`` (an in-band error, e.g.
+    ``error_event:overloaded_error``; ``error_type`` holds ``<type>``).
     """
 
     def __init__(
@@ -106,6 +85,7 @@ class StreamTruncated(LivenessError):
         partial: Any = None,
         attempts: int = 1,
         error_type: str | None = None,
+        released: int | None = None,
     ) -> None:
         super().__init__(message)
         self.prefix = prefix
@@ -113,6 +93,7 @@ class StreamTruncated(LivenessError):
         self.partial = partial
         self.attempts = attempts
         self.error_type = error_type
+        self.released = len(prefix) if released is None else released
 
 
 class ProviderError(LivenessError):

@@ -7,11 +7,11 @@ allowed to change what the application receives. None of these carry prompt or c
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason, StopReason
+from .outcome import AttemptOutcome, DelaySource, NoticeKind, Phase, RetryReason, StopReason
 
 if TYPE_CHECKING:
     from .outcome import AttemptRecord, RequestReport
@@ -39,6 +39,7 @@ class RequestStarted:
     path: str
     model: str | None
     carrier: Mapping[str, str]  # the request's W3C trace-context headers (traceparent, tracestate), nothing else
+    body_size: int | None = None  # bytes of the request body (None: unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,9 @@ class Heartbeats:
 
 @dataclass(frozen=True, slots=True)
 class SemanticNotice:
+    """Still waiting, another ``semantic_notice_interval`` without content: a *prefill* wait
+    (``kind`` :attr:`NoticeKind.PREFILL`, no body byte yet) or a *thinking* wait (``SEMANTIC``)."""
+
     report: RequestReport
     attempt: int
     at: float  # when it fell due (seconds since the request started)
@@ -70,6 +74,7 @@ class SemanticNotice:
     raw_idle: float
     heartbeats_since_semantic: int
     phase: Phase
+    kind: NoticeKind = NoticeKind.SEMANTIC
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +105,10 @@ class RetryScheduled:
 class AttemptEnded:
     report: RequestReport
     record: AttemptRecord
+    #: The flight recorder's capture of the attempt (``Policy.capture_dir`` set; see
+    #: ``otel_liveness.transport._recorder`` for its format). Holds content: only the recorder
+    #: should read it. ``None`` when not capturing.
+    capture: Sequence[tuple[float, bytes | int | str | None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,9 @@ __all__ = [
     "AttemptOutcome",
     "AttemptRecord",
     "DelaySource",
+    "Completion",
     "FrameKind",
+    "NoticeKind",
     "Phase",
     "RequestReport",
     "RetryReason",
@@ -44,6 +46,21 @@ class Phase(StrEnum):
     DONE = "done"
 
 
+class NoticeKind(StrEnum):
+    """What kind of wait a notice reports."""
+
+    PREFILL = "prefill"  # no body byte yet: the provider is still reading the prompt
+    SEMANTIC = "semantic"  # the body started, no content for a while: the model is thinking
+
+
+class Completion(StrEnum):
+    """How a completed streaming attempt ended."""
+
+    END_FRAME = "end_frame"  # the provider's end frame (message_stop, [DONE], response.completed)
+    FINISH_THEN_EOF = "finish_then_eof"  # a finish reason, then a clean end of the body (no end frame)
+    EOF = "eof"  # a clean end of the body where the wire format has no end frame (generic SSE, JSON)
+
+
 class AttemptOutcome(StrEnum):
     """How one provider attempt ended."""
 
@@ -58,6 +75,7 @@ class AttemptOutcome(StrEnum):
     WALL_BUDGET = "wall_budget"
     CANCELLED = "cancelled"
     MALFORMED = "malformed"
+    REDIRECTED = "redirected"  # a 3xx response, passed to the client to follow
 
 
 class StopReason(StrEnum):
@@ -71,6 +89,7 @@ class StopReason(StrEnum):
     WALL_BUDGET = "wall_budget"
     CANCELLED = "cancelled"
     MALFORMED = "malformed"
+    REDIRECTED = "redirected"
 
 
 class RetryReason(StrEnum):
@@ -85,6 +104,7 @@ class RetryReason(StrEnum):
     CONNECT_ERROR = "connect_error"  # the server never got the request
     READ_ERROR = "read_error"  # the connection broke after the request was sent
     RAW_SILENCE = "raw_silence"
+    FIRST_BYTE_TIMEOUT = "first_byte_timeout"  # no body byte within the first-byte bound
     ERROR_EVENT = "error_event"  # in-band error before content
     EOF_BEFORE_CONTENT = "eof_before_content"
     SEMANTIC_TIMEOUT = "semantic_timeout"
@@ -112,7 +132,7 @@ class AttemptRecord:
     response_id: str | None = None
     started: float = 0.0  # seconds since the request started
     duration: float | None = None
-    time_to_first_byte: float | None = None
+    time_to_first_byte: float | None = None  # to the first body byte
     time_to_first_semantic: float | None = None
     raw_idle: float = 0.0  # raw silence at the end
     semantic_idle: float = 0.0  # semantic silence at the end
@@ -120,6 +140,12 @@ class AttemptRecord:
     max_semantic_gap: float = 0.0
     heartbeats: int = 0
     notices: int = 0
+    prefill_notices: int = 0  # of ``notices``, before the first body byte
+    first_byte_bound: float | None = None  # s, the bound on the wait for the first body byte
+    raw_bound: float | None = None  # s, the raw-silence bound at the end (learned when adaptive)
+    max_heartbeat_gap: float = 0.0
+    completion: Completion | None = None  # how a completed attempt ended
+    committed: bool = False  # content of this attempt was released to the caller
     frames: int = 0
     bytes_received: int = 0
     usage: dict[str, int] = field(default_factory=dict)  # token counts the provider reported
@@ -129,10 +155,11 @@ class AttemptRecord:
     delay_source: DelaySource | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class RequestReport:
     """The outcome of one logical request: all its attempts and why it stopped. JSON-serialisable
-    through :meth:`to_dict`."""
+    through :meth:`to_dict`. Compared (and hashed) by identity: hooks may key their per-request
+    state by it."""
 
     provider: str
     streaming: bool

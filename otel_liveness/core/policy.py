@@ -5,17 +5,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from .errors import InvalidPolicy
 
 __all__ = ["DEFAULT_RAW_IDLE_TIMEOUT", "Policy", "seconds"]
 
-#: Anthropic sends ``event: ping`` every few seconds while a model thinks, OpenRouter ``:`` comments
-#: at a similar cadence. 60 s is several keep-alive periods: a healthy stream never goes that
-#: long without a byte, and a dead socket is noticed in a minute rather than at the SDK's 10-minute
-#: read timeout.
-DEFAULT_RAW_IDLE_TIMEOUT = 60.0
+#: Anthropic pings about every 27-30 s while a model thinks (measured in captured streams), the
+#: OpenAI Responses API sends a keep-alive about every 30 s. 90 s is three of those periods: one
+#: late or lost keep-alive never kills a healthy stream, and a dead socket is still noticed in a
+#: minute and a half rather than at the SDKs' 10-minute read timeout. (60 s, the first default,
+#: was two periods: a single delayed ping away from a false kill.)
+DEFAULT_RAW_IDLE_TIMEOUT = 90.0
+_MIB = 1024 * 1024
 
 
 class _HasTotalSeconds(Protocol):
@@ -53,9 +55,13 @@ _DURATIONS = (
     "max_retry_after",
     "backoff_initial",
     "backoff_max",
+    "first_byte_base",
+    "first_byte_per_mib",
+    "first_byte_max",
+    "raw_idle_floor",
 )
-_REQUIRED = {"max_retry_after", "backoff_initial", "backoff_max"}
-PROVIDERS = ("anthropic", "openai-chat", "openai-responses", "sse")
+_REQUIRED = {"max_retry_after", "backoff_initial", "backoff_max", "first_byte_base", "first_byte_per_mib",
+             "first_byte_max", "raw_idle_floor"}
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,7 @@ class Policy:
     """How the transport judges and recovers one request. All durations in seconds (float, int or
     ``timedelta`` accepted; stored as float). ``None`` switches a clock off.
 
-    Clocks (see DESIGN.md, "Three clocks per attempt"):
+    Clocks (see ``docs/configuration.md``, "The three clocks"):
 
     - ``raw_idle_timeout``: longest wire silence (no byte, ping or comment) on a streaming attempt
       of a provider that sends keep-alives (Anthropic, generic SSE/OpenRouter).
@@ -72,6 +78,15 @@ class Policy:
       matches the SDKs' own 10-minute read timeout.
     - ``raw_idle_timeout_non_streaming``: for JSON (non-streaming) requests, which are silent until
       complete. Off by default.
+    - ``first_byte_timeout``: the bound from sending a streaming request to the first byte of its
+      body -- the prompt's prefill, silent on the wire and growing with the prompt. ``"auto"``
+      (default): ``min(first_byte_max, first_byte_base + first_byte_per_mib x body MiB)``, and never
+      less than the attempt's raw bound; 60 s + 60 s/MiB, capped at 600 s, gives 60 s for a small
+      prompt and 300 s for a 4 MiB (about 1M-token) one. A number fixes it; ``None`` applies the
+      raw bound from the start instead.
+    - ``raw_idle_adaptive`` / ``raw_idle_floor``: learn the raw bound from the heartbeat cadence:
+      once heartbeats were seen, ``max(raw_idle_floor, 3 x the largest heartbeat gap)`` on this
+      attempt and recent attempts to the same host, never above the fixed bound. Off by default.
     - ``semantic_notice_interval``: cadence of "still thinking" notices while no content arrives.
     - ``semantic_timeout``: fail an attempt after this long without content. Off by default.
     - ``wall_timeout``: budget for the whole request (all attempts and waits). Off by default.
@@ -94,6 +109,12 @@ class Policy:
     raw_idle_timeout: float | None = DEFAULT_RAW_IDLE_TIMEOUT
     raw_idle_timeout_no_keepalive: float | None = 600.0
     raw_idle_timeout_non_streaming: float | None = None
+    first_byte_timeout: float | None | Literal["auto"] = "auto"
+    first_byte_base: float = 60.0
+    first_byte_per_mib: float = 60.0
+    first_byte_max: float = 600.0
+    raw_idle_adaptive: bool = False
+    raw_idle_floor: float = 15.0
     semantic_notice_interval: float | None = 30.0
     semantic_timeout: float | None = None
     wall_timeout: float | None = None
@@ -110,6 +131,8 @@ class Policy:
     mark_exhausted_responses: bool = True
 
     def __post_init__(self) -> None:
+        if self.first_byte_timeout != "auto":
+            object.__setattr__(self, "first_byte_timeout", seconds(self.first_byte_timeout, "first_byte_timeout"))  # type: ignore[arg-type]
         for name in _DURATIONS:
             value = seconds(getattr(self, name), name, allow_none=name not in _REQUIRED)
             object.__setattr__(self, name, value)
@@ -129,8 +152,29 @@ class Policy:
                 f"{self.semantic_timeout}s is shorter than semantic_notice_interval "
                 f"({self.semantic_notice_interval}s): no notice could ever precede the failure",
             )
-        if self.provider is not None and self.provider not in PROVIDERS:
-            raise InvalidPolicy("provider", f"must be one of {', '.join(PROVIDERS)}, got {self.provider!r}")
+        if self.first_byte_max < self.first_byte_base:
+            raise InvalidPolicy("first_byte_max", "must be >= first_byte_base")
+        if not isinstance(self.raw_idle_adaptive, bool):
+            raise InvalidPolicy("raw_idle_adaptive", f"expected true or false, got {self.raw_idle_adaptive!r}")
+        if self.provider is not None:
+            from .providers import PROFILES
+
+            if self.provider not in PROFILES:
+                raise InvalidPolicy("provider", f"must be one of {', '.join(PROFILES)}, got {self.provider!r}")
+
+    def first_byte_bound(self, body_size: int | None, raw_bound: float | None) -> float | None:
+        """The first-byte bound of a streaming attempt whose request body is ``body_size`` bytes
+        (``None``: unknown, taken as large), given the attempt's raw bound."""
+        configured = self.first_byte_timeout
+        if configured is None:
+            return None
+        if configured == "auto":
+            if body_size is None:
+                bound = self.first_byte_max
+            else:
+                bound = min(self.first_byte_max, self.first_byte_base + self.first_byte_per_mib * body_size / _MIB)
+            return bound if raw_bound is None else max(bound, raw_bound)
+        return float(configured)
 
     def replace(self, **changes: Any) -> Policy:
         """A copy with ``changes`` applied (validated)."""
@@ -161,7 +205,9 @@ _ENV_IGNORED = {"enabled", "mode", "hosts"}  # read by the instrumentor, not the
 
 def _parse_env(key: str, name: str, raw: str) -> Any:
     lowered = raw.lower()
-    if name in ("shadow", "mark_exhausted_responses"):
+    if name == "first_byte_timeout" and lowered == "auto":
+        return "auto"
+    if name in ("shadow", "mark_exhausted_responses", "raw_idle_adaptive"):
         if lowered in ("1", "true", "yes", "on"):
             return True
         if lowered in ("0", "false", "no", "off"):

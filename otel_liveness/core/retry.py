@@ -8,7 +8,8 @@
   retrying cannot help;
 - :class:`Truncate` ``(reason)`` -- content was already released: keep the prefix, never retry.
 
-Rules, in order (DESIGN.md, "Decisions", and the SDKs' ``_should_retry``):
+Rules, in order (the project's policy table in ``docs/configuration.md`` and the SDKs'
+``_should_retry``):
 
 =============================================  ==============================================
 failure                                        decision
@@ -19,8 +20,8 @@ anything after content was released            Truncate
 429                                            retry, patient budget (``max_rate_limit_attempts``)
 other status                                   reject
 connect error (server never got the request)   retry
-read error, raw silence, EOF before content    retry (nothing was released, so a re-send cannot
-                                               duplicate what the caller saw)
+read error, raw silence, first-byte timeout,   retry (nothing was released, so a re-send cannot
+EOF before content                             duplicate what the caller saw)
 in-band error: overloaded/api/server/timeout   retry; ``rate_limit_error`` -> patient budget
 in-band error: any other type                  reject
 semantic timeout before content                retry
@@ -40,11 +41,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .outcome import DelaySource, Phase, RetryReason
+from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason
 from .policy import Policy
 
 __all__ = [
     "Decision",
+    "attempt_outcome",
+    "failure_reason",
     "Failure",
     "FailureKind",
     "GiveUp",
@@ -63,9 +66,11 @@ class FailureKind(StrEnum):
     CONNECT_ERROR = "connect_error"
     READ_ERROR = "read_error"
     RAW_SILENCE = "raw_silence"
+    FIRST_BYTE_TIMEOUT = "first_byte_timeout"  # raw silence before the first body byte
     ERROR_EVENT = "error_event"
     EOF = "eof"  # the stream ended without an end frame
     SEMANTIC_TIMEOUT = "semantic_timeout"
+    WALL_BUDGET = "wall_budget"  # never retried: the wall budget ends the request
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +156,7 @@ _KIND_REASON = {
     FailureKind.CONNECT_ERROR: RetryReason.CONNECT_ERROR,
     FailureKind.READ_ERROR: RetryReason.READ_ERROR,
     FailureKind.RAW_SILENCE: RetryReason.RAW_SILENCE,
+    FailureKind.FIRST_BYTE_TIMEOUT: RetryReason.FIRST_BYTE_TIMEOUT,
     FailureKind.EOF: RetryReason.EOF_BEFORE_CONTENT,
     FailureKind.SEMANTIC_TIMEOUT: RetryReason.SEMANTIC_TIMEOUT,
 }
@@ -171,6 +177,44 @@ def _status_reason(status: int, should_retry: str | None) -> RetryReason | None:
     if status >= 500:
         return RetryReason.SERVER_ERROR
     return RetryReason.SHOULD_RETRY_HEADER if should_retry == "true" else None
+
+
+def failure_reason(failure: Failure) -> RetryReason | None:
+    """Why a failure may be retried, or ``None`` when retrying cannot help (the request was
+    rejected: a final status, ``x-should-retry: false``, an in-band error of a final type). The
+    one place these rules live; the commitment (content released) is not looked at here."""
+    if failure.kind is FailureKind.STATUS:
+        headers = failure.headers or {}
+        return _status_reason(failure.status or 0, headers.get("x-should-retry"))
+    if failure.kind is FailureKind.ERROR_EVENT:
+        return _RETRYABLE_ERROR_TYPES.get(failure.error_type or "")
+    return _KIND_REASON.get(failure.kind)
+
+
+_KIND_OUTCOME = {
+    FailureKind.CONNECT_ERROR: AttemptOutcome.CONNECTION_ERROR,
+    FailureKind.READ_ERROR: AttemptOutcome.CONNECTION_ERROR,
+    FailureKind.RAW_SILENCE: AttemptOutcome.RAW_SILENCE,
+    FailureKind.FIRST_BYTE_TIMEOUT: AttemptOutcome.RAW_SILENCE,
+    FailureKind.SEMANTIC_TIMEOUT: AttemptOutcome.SEMANTIC_TIMEOUT,
+    FailureKind.ERROR_EVENT: AttemptOutcome.PROVIDER_ERROR,
+    FailureKind.EOF: AttemptOutcome.PROVIDER_ERROR,
+    FailureKind.STATUS: AttemptOutcome.PROVIDER_ERROR,
+}
+
+
+def attempt_outcome(failure: Failure) -> AttemptOutcome:
+    """How an attempt that ended in ``failure`` is reported."""
+    if failure.kind is FailureKind.WALL_BUDGET:
+        return AttemptOutcome.WALL_BUDGET
+    if failure.committed:
+        return AttemptOutcome.TRUNCATED
+    reason = failure_reason(failure)
+    if reason is None:
+        return AttemptOutcome.REJECTED
+    if reason is RetryReason.RATE_LIMITED:
+        return AttemptOutcome.RATE_LIMITED
+    return _KIND_OUTCOME[failure.kind]
 
 
 def backoff(retries_so_far: int, jitter: float, *, initial: float = 0.5, maximum: float = 8.0) -> float:
@@ -236,18 +280,9 @@ def decide(
     if failure.committed:
         return Truncate(failure.cause)
 
-    reason: RetryReason | None
-    if failure.kind is FailureKind.STATUS:
-        headers = failure.headers or {}
-        reason = _status_reason(failure.status or 0, headers.get("x-should-retry"))
-        if reason is None:
-            return Reject(failure.cause)
-    elif failure.kind is FailureKind.ERROR_EVENT:
-        reason = _RETRYABLE_ERROR_TYPES.get(failure.error_type or "")
-        if reason is None:
-            return Reject(failure.cause)
-    else:
-        reason = _KIND_REASON[failure.kind]
+    reason = failure_reason(failure)
+    if reason is None:
+        return Reject(failure.cause)
 
     rate_limited = reason is RetryReason.RATE_LIMITED
     if rate_limited:

@@ -258,12 +258,19 @@ class SSEScanner:
         self._raw_mode = self._pending_cr
         return chunk
 
-    def close_blocks(self) -> list[bytes]:
+    def close_blocks(self, *, complete_lines: bool = False) -> list[bytes]:
         """End of stream. An event not terminated by a blank line is incomplete and, as the spec
         says, not dispatched (``discarded`` counts its bytes); only a block completed by a CR held
-        back from the last read is returned."""
+        back from the last read is returned. With ``complete_lines``, a final event whose lines
+        all ended (only the closing blank line is missing) is returned too: the SDKs' decoders
+        read such an event, so a reply that ends with it is whole; a cut line never is."""
         # A CR held back at the end of the last read was a line end after all.
         out = self.feed_blocks(b"\n") if self._pending_cr else []
+        if complete_lines and self._parts and self._parts[-1][-1:] == b"\n":
+            rest = b"".join(self._parts).strip(b"\n")
+            self._keep(b"")
+            if rest:
+                out.append(rest)
         self.discarded = self._pending if self._started else 0
         self._keep(b"")
         self._started = True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +26,8 @@ from ..core.events import (
     SemanticNotice,
     Verdict,
 )
-from ..core.outcome import AttemptOutcome, StopReason
+from ..core.outcome import AttemptOutcome, NoticeKind, RequestReport, StopReason
+from ..core.request import size_bucket
 from . import semconv as S
 
 __all__ = ["TelemetryHook"]
@@ -59,7 +61,7 @@ except ImportError:  # pragma: no cover - fall back to the context key the HTTP 
 
 class _RequestState:
     __slots__ = ("parent", "request_span", "attempt_span", "base", "metric_base", "heartbeat_events",
-                 "heartbeats_coalesced", "notice_events", "notices_coalesced", "mode")
+                 "heartbeats_coalesced", "notice_events", "notices_coalesced", "mode", "size_bucket")
 
     def __init__(self) -> None:
         self.parent: Any = None
@@ -72,6 +74,7 @@ class _RequestState:
         self.notice_events = 0
         self.notices_coalesced = 0
         self.mode = "enforce"
+        self.size_bucket = "unknown"
 
 
 class TelemetryHook:
@@ -85,6 +88,7 @@ class TelemetryHook:
         self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider)
         self._logs = logs
+        self._states: weakref.WeakKeyDictionary[RequestReport, _RequestState] = weakref.WeakKeyDictionary()
 
         def counter(spec: tuple[str, str, str]) -> Any:
             return meter.create_counter(spec[0], unit=spec[1], description=spec[2])
@@ -129,13 +133,12 @@ class TelemetryHook:
         at the headers, before the SSE body, and duplicate the attempt span."""
         return _suppress()
 
-    # -- per-request state lives on the report object, so nothing leaks if a request is abandoned --
+    # -- per-request state, keyed weakly by the report: nothing leaks if a request is abandoned --
 
-    @staticmethod
-    def _state(report: Any) -> _RequestState:
-        state = report.__dict__.get("_otel_state")
+    def _state(self, report: RequestReport) -> _RequestState:
+        state = self._states.get(report)
         if state is None:
-            state = report.__dict__["_otel_state"] = _RequestState()
+            state = self._states[report] = _RequestState()
         return state
 
     # -- handlers ---------------------------------------------------------------------------------
@@ -144,6 +147,7 @@ class TelemetryHook:
         report = event.report
         state = self._state(report)
         state.mode = "shadow" if report.shadow else "enforce"
+        state.size_bucket = size_bucket(event.body_size)
         operation = _OPERATION.get(report.provider, "chat")
         model = event.model or ""
         state.base = {
@@ -195,9 +199,12 @@ class TelemetryHook:
 
     def _notice(self, event: SemanticNotice) -> None:
         state = self._state(event.report)
-        self._notices.add(1, state.metric_base)
+        prefill = event.kind is NoticeKind.PREFILL
+        self._notices.add(1, {**state.metric_base, S.NOTICE_KIND: event.kind.value})
+        name = S.EVENT_PREFILL_WAIT if prefill else S.EVENT_NOTICE
         attrs = {
-            S.EVENT_KIND: "semantic_notice",
+            S.EVENT_KIND: S.EVENT_KINDS[name],
+            S.NOTICE_KIND: event.kind.value,
             S.NOTICE_NUMBER: event.number,
             S.SEMANTIC_IDLE: round(event.semantic_idle, 3),
             S.RAW_IDLE: round(event.raw_idle, 3),
@@ -208,15 +215,19 @@ class TelemetryHook:
         if span is not None:
             if state.notice_events < S.MAX_NOTICE_EVENTS:
                 state.notice_events += 1
-                span.add_event(S.EVENT_NOTICE, attrs)
+                span.add_event(name, attrs)
             else:
                 state.notices_coalesced += 1
         if self._logs:
-            events_log.info(
-                "model semantically silent for %.1fs (raw idle %.1fs, %d heartbeats since content)",
-                event.semantic_idle, event.raw_idle, event.heartbeats_since_semantic,
-                extra={**attrs, **state.metric_base, "liveness.attempt": event.attempt},
-            )
+            if prefill:
+                events_log.info("no response byte yet after %.1fs (prompt still being read)", event.semantic_idle,
+                                extra={**attrs, **state.metric_base, "liveness.attempt": event.attempt})
+            else:
+                events_log.info(
+                    "model semantically silent for %.1fs (raw idle %.1fs, %d heartbeats since content)",
+                    event.semantic_idle, event.raw_idle, event.heartbeats_since_semantic,
+                    extra={**attrs, **state.metric_base, "liveness.attempt": event.attempt},
+                )
 
     def _verdict(self, event: Verdict) -> None:
         state = self._state(event.report)
@@ -260,7 +271,8 @@ class TelemetryHook:
         if record.duration is not None:
             self._attempt_duration.record(record.duration, metric_attrs, context=ctx)
         if record.time_to_first_byte is not None:
-            self._ttfb.record(record.time_to_first_byte, state.metric_base, context=ctx)
+            self._ttfb.record(record.time_to_first_byte, {**state.metric_base, S.REQUEST_SIZE_BUCKET: state.size_bucket},
+                              context=ctx)
         if record.time_to_first_semantic is not None:
             self._ttfc.record(record.time_to_first_semantic, state.metric_base, context=ctx)
         self._max_gap.record(record.max_semantic_gap, state.metric_base, context=ctx)
@@ -283,7 +295,15 @@ class TelemetryHook:
             S.ATTEMPT_HEARTBEATS: record.heartbeats,
             S.ATTEMPT_NOTICES: record.notices,
             S.ATTEMPT_BYTES: record.bytes_received,
+            S.ATTEMPT_MAX_HEARTBEAT_GAP: round(record.max_heartbeat_gap, 3),
+            S.REQUEST_SIZE_BUCKET: state.size_bucket,
         }
+        if record.first_byte_bound is not None:
+            attrs[S.ATTEMPT_FIRST_BYTE_BOUND] = round(record.first_byte_bound, 3)
+        if record.raw_bound is not None:
+            attrs[S.ATTEMPT_RAW_BOUND] = round(record.raw_bound, 3)
+        if record.completion is not None:
+            attrs[S.ATTEMPT_COMPLETION] = record.completion.value
         if record.status is not None:
             attrs[S.HTTP_RESPONSE_STATUS_CODE] = record.status
         if record.request_id:

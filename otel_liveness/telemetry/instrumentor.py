@@ -30,7 +30,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from ..core.errors import InvalidPolicy
 from ..core.policy import Policy
 from ..transport import wrap
-from ..transport._family import family_of
+from ..transport._family import family_of, installed_modules
 from ._hook import TelemetryHook
 
 __all__ = ["DEFAULT_HOSTS", "LivenessInstrumentor"]
@@ -38,18 +38,6 @@ __all__ = ["DEFAULT_HOSTS", "LivenessInstrumentor"]
 log = logging.getLogger("otel_liveness")
 
 DEFAULT_HOSTS = ("api.anthropic.com", "api.openai.com", "openrouter.ai")
-_FAMILIES = ("httpx", "httpx2")
-
-
-def _modules() -> list[Any]:
-    found = []
-    for name in _FAMILIES:
-        try:
-            found.append(__import__(name))
-        except ImportError:
-            continue
-    return found
-
 
 class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Instrument httpx and httpx2 clients. ``instrument(enforce=False, policy=None, hosts=None,
@@ -94,7 +82,7 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 return transport
             return wrap(transport, policy, hooks=[hook], hosts=hosts)
 
-        for module in _modules():
+        for module in installed_modules():
             for cls in (module.Client, module.AsyncClient):
                 original = cls.__init__
                 self._originals[cls] = original

@@ -37,6 +37,11 @@ ATTEMPT_MAX_RAW_GAP: Final = "liveness.attempt.max_raw_gap"  # s
 ATTEMPT_HEARTBEATS: Final = "liveness.attempt.heartbeats"  # exact count
 ATTEMPT_NOTICES: Final = "liveness.attempt.notices"  # exact count
 ATTEMPT_BYTES: Final = "liveness.attempt.bytes"
+ATTEMPT_FIRST_BYTE_BOUND: Final = "liveness.attempt.first_byte_bound"  # s, the bound on the prefill wait
+ATTEMPT_RAW_BOUND: Final = "liveness.attempt.raw_bound"  # s, the raw-silence bound at the end (learned when adaptive)
+ATTEMPT_MAX_HEARTBEAT_GAP: Final = "liveness.attempt.max_heartbeat_gap"  # s
+ATTEMPT_COMPLETION: Final = "liveness.attempt.completion"  # Completion: how a completed attempt ended
+REQUEST_SIZE_BUCKET: Final = "liveness.request.size_bucket"  # lt_64k .. ge_4m: the prompt's size class
 PROVIDER_REQUEST_ID: Final = "liveness.provider.request_id"  # request-id header
 STOP_REASON: Final = "liveness.stop_reason"  # StopReason (request span and requests metric)
 RETRY_REASON: Final = "liveness.retry.reason"  # RetryReason
@@ -45,6 +50,7 @@ RETRY_DELAY_SOURCE: Final = "liveness.retry.delay_source"  # DelaySource
 RETRY_TIER: Final = "liveness.retry.tier"  # "transient" | "rate_limit"
 EVENT_KIND: Final = "liveness.event.kind"  # on every span event; the collector counts by it
 NOTICE_NUMBER: Final = "liveness.notice.number"
+NOTICE_KIND: Final = "liveness.notice.kind"  # NoticeKind: prefill | semantic
 SEMANTIC_IDLE: Final = "liveness.semantic_idle"  # s, on notice events
 RAW_IDLE: Final = "liveness.raw_idle"  # s, on notice events
 HEARTBEATS_SINCE_SEMANTIC: Final = "liveness.heartbeats_since_semantic"
@@ -59,6 +65,7 @@ MODE: Final = "liveness.mode"  # "enforce" | "shadow"
 # -- span event names and their liveness.event.kind values (closed set) ------------------------------
 EVENT_HEARTBEAT: Final = "liveness.heartbeat"
 EVENT_NOTICE: Final = "liveness.semantic_notice"
+EVENT_PREFILL_WAIT: Final = "liveness.prefill_wait"  # a notice before the first body byte
 EVENT_RETRY: Final = "liveness.retry_scheduled"
 EVENT_RAW_SILENCE: Final = "liveness.raw_silence"
 EVENT_SEMANTIC_TIMEOUT: Final = "liveness.semantic_timeout"
@@ -69,6 +76,7 @@ EVENT_CANCELLED: Final = "liveness.cancelled"
 EVENT_KINDS: Final = {
     EVENT_HEARTBEAT: "heartbeat",
     EVENT_NOTICE: "semantic_notice",
+    EVENT_PREFILL_WAIT: "prefill_wait",
     EVENT_RETRY: "retry_scheduled",
     EVENT_RAW_SILENCE: "raw_silence",
     EVENT_SEMANTIC_TIMEOUT: "semantic_timeout",
@@ -87,12 +95,14 @@ MAX_NOTICE_EVENTS: Final = 100
 M_ATTEMPTS: Final = ("liveness.attempts", "{attempt}", "Provider attempts by outcome")
 M_REQUESTS: Final = ("liveness.requests", "{request}", "Logical requests by stop reason")
 M_HEARTBEATS: Final = ("liveness.heartbeats", "{heartbeat}", "Keep-alive frames (pings, SSE comments) received")
-M_NOTICES: Final = ("liveness.semantic_notices", "{notice}", "Semantic-silence notices emitted")
+M_NOTICES: Final = ("liveness.semantic_notices", "{notice}",
+                    "Notices of waiting without content, by kind (prefill: no body byte yet; semantic: thinking)")
 M_RETRIES: Final = ("liveness.retries", "{retry}", "Retries scheduled inside the transport, by reason")
 M_TRUNCATIONS: Final = ("liveness.truncations", "{truncation}", "Replies truncated after content was released")
 M_WALL_STOPS: Final = ("liveness.wall_budget_stops", "{stop}", "Requests stopped by their wall-clock budget")
 M_ATTEMPT_DURATION: Final = ("liveness.attempt.duration", "s", "Duration of one provider attempt")
-M_TTFB: Final = ("liveness.attempt.time_to_first_byte", "s", "Time from sending an attempt to its response headers")
+M_TTFB: Final = ("liveness.attempt.time_to_first_byte", "s",
+                 "Time from sending an attempt to the first byte of its body (its headers, when it has none)")
 M_MAX_SEMANTIC_GAP: Final = ("liveness.attempt.max_semantic_gap", "s", "Longest semantic silence within an attempt")
 M_RETRY_DELAY: Final = ("liveness.retry.delay", "s", "Delay before a retry")
 M_TTFC: Final = ("gen_ai.client.operation.time_to_first_chunk", "s", "Time to the first semantic frame of an attempt")

@@ -1,15 +1,23 @@
-"""``otel-liveness analyze``: replay a timestamped capture through the liveness policy.
+"""``otel-liveness analyze``: replay a timestamped capture through the engine.
 
-Capture format (JSON Lines, one record per received chunk, written by the flight recorder)::
+Capture format (JSON Lines, written by the flight recorder, ``Policy.capture_dir``)::
 
+    {"t": 0.011, "headers": 200}
     {"t": 0.013, "data": "event: message_start\\ndata: {...}\\n\\n"}
     {"t": 5.002, "b64": "ZXZlbnQ6IHBpbmcKZGF0YTogeyJ0eXBlIjogInBpbmcifQoK"}
     {"t": 912.4, "eof": true}
 
-``t`` is seconds since the attempt started, non-decreasing. ``data`` is UTF-8 text, ``b64`` raw
-bytes; a last ``eof`` record says the connection closed. The replay answers "what would the
-policy have done?" and "when would a decoded-event watchdog (one that ignores heartbeats) have
-fired?".
+``t`` is seconds since the attempt's request was sent, non-decreasing. ``data`` is UTF-8 text,
+``b64`` raw bytes; ``headers`` the response status (optional: without it, headers are taken to
+arrive with the first body record); the last record may be ``eof`` (the body ended),
+``error`` (``read_error``/``connect_error``: the connection failed) or ``end`` (the attempt ended
+without either: nothing was read after it, e.g. a verdict of silence).
+
+The replay is a driver of :class:`~otel_liveness.core.engine.Engine` -- the same code that judges
+live streams -- that reads the capture instead of a socket, with no pause between reads: between
+two records it lets the engine wake where a live read would (notices, deadlines), so a capture
+and the stream it was taken from cannot disagree. It answers "what would the policy have done?"
+and "when would a decoded-event watchdog (one that ignores heartbeats) have fired?".
 """
 
 from __future__ import annotations
@@ -23,21 +31,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.clocks import AttemptClock, Notice, RawSilenceExpired, SemanticTimeoutExpired, WallBudgetExpired
-from ..core.errors import FrameTooLarge
-from ..core.outcome import FrameKind
+from ..core.commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Sleep
+from ..core.engine import Engine, IOFailure
+from ..core.errors import MalformedStream
+from ..core.events import Event, SemanticNotice, Verdict
+from ..core.outcome import AttemptOutcome, AttemptRecord, FrameKind
+from ..core.policy import Policy
 from ..core.providers import StreamFacts, profile_for
+from ..core.request import RequestFacts
 from ..core.sse import SSEScanner
 
-__all__ = ["CaptureError", "Chunk", "analyze", "parse_capture", "render"]
+__all__ = ["VERDICTS", "CaptureError", "Chunk", "analyze", "parse_capture", "render", "verdict_of"]
 
 VERDICTS = (
     "completed",
+    "first_byte_timeout",
     "raw_silence",
     "semantic_timeout",
     "wall_budget",
     "provider_error",
+    "rejected",
     "eof_without_end",
+    "read_error",
     "malformed",
     "incomplete",
 )
@@ -49,8 +64,14 @@ class CaptureError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
+    """One capture record: ``data`` is body bytes, the status (``int``, headers), ``None`` (the
+    body ended) or a marker string (``"end"``, ``"read_error"``, ``"connect_error"``)."""
+
     t: float
-    data: bytes | None  # None for the eof record
+    data: bytes | int | str | None
+
+
+_MARKERS = ("read_error", "connect_error")
 
 
 def parse_capture(lines: Iterable[str]) -> list[Chunk]:
@@ -63,7 +84,7 @@ def parse_capture(lines: Iterable[str]) -> list[Chunk]:
         try:
             record = json.loads(line)
         except ValueError as exc:
-            raise CaptureError(f"record {number}: not JSON ({exc.msg})") from None
+            raise CaptureError(f"record {number}: not JSON ({exc})") from None
         if not isinstance(record, dict):
             raise CaptureError(f"record {number}: expected an object, got {type(record).__name__}")
         t = record.get("t")
@@ -73,11 +94,19 @@ def parse_capture(lines: Iterable[str]) -> list[Chunk]:
             raise CaptureError(f"record {number}: \"t\" is negative ({t})")
         if t < last_t:
             raise CaptureError(f"record {number}: time goes backwards ({t} < {last_t})")
-        if chunks and chunks[-1].data is None:
-            raise CaptureError(f"record {number}: record after the eof record")
+        if chunks and (chunks[-1].data is None or isinstance(chunks[-1].data, str)):
+            last = "eof" if chunks[-1].data is None else "end" if chunks[-1].data == "end" else "error"
+            raise CaptureError(f"record {number}: record after the {last} record")
         last_t = float(t)
+        status = record.get("headers")
         if record.get("eof") is True:
             chunks.append(Chunk(last_t, None))
+        elif record.get("end") is True:
+            chunks.append(Chunk(last_t, "end"))
+        elif record.get("error") in _MARKERS:
+            chunks.append(Chunk(last_t, str(record["error"])))
+        elif isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+            chunks.append(Chunk(last_t, status))
         elif isinstance(record.get("data"), str):
             chunks.append(Chunk(last_t, record["data"].encode("utf-8")))
         elif isinstance(record.get("b64"), str):
@@ -86,142 +115,220 @@ def parse_capture(lines: Iterable[str]) -> list[Chunk]:
             except (binascii.Error, ValueError):
                 raise CaptureError(f"record {number}: \"b64\" is not valid base64") from None
         else:
-            raise CaptureError(f"record {number}: needs \"data\", \"b64\" or \"eof\": true")
+            raise CaptureError(f"record {number}: needs \"data\", \"b64\", \"headers\", \"eof\", \"error\" or \"end\"")
     return chunks
+
+
+def verdict_of(record: AttemptRecord, cause: str | None) -> str:
+    """The verdict name of an attempt that ended as ``record`` says (``cause``: its failure's)."""
+    outcome = record.outcome
+    if outcome is AttemptOutcome.COMPLETED:
+        return "completed"
+    if outcome is AttemptOutcome.MALFORMED:
+        return "malformed"
+    if outcome is AttemptOutcome.WALL_BUDGET:
+        return "wall_budget"
+    if outcome is AttemptOutcome.SEMANTIC_TIMEOUT:
+        return "semantic_timeout"
+    if outcome is AttemptOutcome.RAW_SILENCE:
+        return "first_byte_timeout" if record.error_type == "first_byte_timeout" else "raw_silence"
+    if outcome is AttemptOutcome.CONNECTION_ERROR:
+        return "read_error"
+    if outcome is AttemptOutcome.REJECTED and record.error_type and record.error_type.isdigit():
+        return "rejected"
+    reason = (cause or record.error_type or "").split(":")[0]
+    if reason in ("raw_silence", "semantic_timeout", "read_error", "first_byte_timeout"):
+        return reason
+    if reason == "eof":
+        return "eof_without_end"
+    return "provider_error"
+
+
+class _Timeline:
+    """A hook that keeps what a timeline shows: notices and verdicts."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, (SemanticNotice, Verdict)):
+            self.events.append(event)
 
 
 def analyze(
     chunks: list[Chunk],
     *,
     provider: str = "anthropic",
-    raw_idle: float | None = 60.0,
+    policy: Policy | None = None,
+    body_size: int | None = None,
+    raw_idle: float | None = None,
+    first_byte: float | str | None = "auto",
     notice_every: float | None = 30.0,
     semantic_timeout: float | None = None,
     wall: float | None = None,
     event_watchdog: float | None = None,
     max_frame_bytes: int = 4 * 1024 * 1024,
 ) -> dict[str, Any]:
-    """Replay ``chunks`` and return the verdict object (see the module docstring)."""
-    profile = profile_for(provider)
-    facts = StreamFacts()
-    scanner = SSEScanner(max_frame_bytes)
-    clock = AttemptClock(
-        0.0,
-        raw_idle=raw_idle,
-        notice_every=notice_every,
-        semantic_timeout=semantic_timeout,
-        wall_deadline=wall,
-        wall_budget=wall,
-    )
-    clock.request_sent(0.0)
-    frames: Counter[str] = Counter()
-    notices: list[float] = []
-    timeline: list[dict[str, Any]] = []
-    verdict: str | None = None
-    at: float | None = None
-    committed = False
-    last_decoded = 0.0  # for the event watchdog: last frame an SDK would have yielded
-    watchdog_at: float | None = None
-    got_headers = False
-
-    def due(now: float) -> bool:
-        """Apply everything due at ``now``; return True if a terminal verdict fell."""
-        nonlocal verdict, at
-        while True:
-            item = clock.poll(now)
-            if isinstance(item, Notice):
-                notices.append(item.at)
-                timeline.append(
-                    {
-                        "t": item.at,
-                        "what": "notice",
-                        "semantic_idle": item.semantic_idle,
-                        "raw_idle": item.raw_idle,
-                        "heartbeats": item.heartbeats_since_semantic,
-                    }
-                )
-                continue
-            if isinstance(item, (RawSilenceExpired, SemanticTimeoutExpired, WallBudgetExpired)):
-                verdict = {
-                    RawSilenceExpired: "raw_silence",
-                    SemanticTimeoutExpired: "semantic_timeout",
-                    WallBudgetExpired: "wall_budget",
-                }[type(item)]
-                at = item.at
-                timeline.append({"t": item.at, "what": verdict, "phase": item.phase.value})
-                return True
-            return False
-
-    def watchdog(now: float) -> None:
-        nonlocal watchdog_at
-        if event_watchdog is not None and watchdog_at is None and now - last_decoded > event_watchdog:
-            watchdog_at = last_decoded + event_watchdog
-
-    def _consume(frames_: list[Any], t: float) -> None:
-        nonlocal verdict, at, committed, last_decoded
-        for frame in frames_:
-            kind = profile.classify(frame, facts)
-            frames[kind.value] += 1
-            clock.frame(t, kind)
-            if kind is not FrameKind.HEARTBEAT:
-                last_decoded = t
-            timeline.append({"t": t, "what": kind.value, "event": frame.event})
-            if kind is FrameKind.SEMANTIC:
-                committed = True
-                clock.released()
-            elif kind is FrameKind.END and verdict is None:
-                verdict, at = "completed", t
-            elif kind is FrameKind.ERROR and verdict is None:
-                verdict, at = "provider_error", t
-
-    for chunk in chunks:
-        if due(chunk.t):
-            break
-        watchdog(chunk.t)
-        if chunk.data is None:
-            tail = scanner.close()
-            _consume(tail, chunk.t)
-            if verdict is None:
-                verdict = "completed" if profile.eof_is_end and committed else "eof_without_end"
-                at = chunk.t
-                timeline.append({"t": chunk.t, "what": "eof"})
-            break
-        if not got_headers:
-            clock.headers(chunk.t)
-            got_headers = True
-        clock.received(chunk.t, len(chunk.data))
-        try:
-            new = scanner.feed(chunk.data)
-        except FrameTooLarge as exc:
-            verdict, at = "malformed", chunk.t
-            timeline.append({"t": chunk.t, "what": "malformed", "detail": str(exc)})
-            break
-
-        _consume(new, chunk.t)
-        if verdict is not None:
-            break
-
-    end_t = at if at is not None else (chunks[-1].t if chunks else 0.0)
-    watchdog(end_t)
-    if verdict is None:
-        verdict = "incomplete"
-    semantic_gap = clock.max_semantic_gap
-    if verdict != "completed" and chunks:
-        semantic_gap = max(semantic_gap, end_t - clock.last_semantic)
+    """Replay ``chunks`` and return the verdict object. ``policy`` (as the transport had it) wins
+    over the clock options; ``raw_idle`` ``None`` keeps the provider's default bound."""
+    if policy is None:
+        changes: dict[str, Any] = {
+            "first_byte_timeout": first_byte, "semantic_notice_interval": notice_every,
+            "semantic_timeout": semantic_timeout, "wall_timeout": wall, "max_frame_bytes": max_frame_bytes,
+        }
+        if raw_idle is not None:
+            changes["raw_idle_timeout"] = changes["raw_idle_timeout_no_keepalive"] = raw_idle
+        policy = Policy(**changes)
+    policy = policy.replace(provider=provider, shadow=False, capture_dir=None)
+    timeline = _Timeline()
+    engine = Engine(policy, RequestFacts(streaming=True, body_size=body_size), 0.0, provider=provider,
+                    hooks=[timeline], jitter=lambda: 0.0)
+    ended_at = _replay(engine, chunks)
+    record = engine.report.attempts[0]
+    incomplete = record.outcome is AttemptOutcome.CANCELLED
+    verdict = "incomplete" if incomplete else verdict_of(record, engine.report.cause)
+    counts, items, decoded_times, end_frame_at = _frames(chunks, provider, policy.max_frame_bytes, ended_at)
+    at: float | None = None if incomplete else ended_at
+    if verdict == "completed" and end_frame_at is not None:
+        at = end_frame_at
+    for event in timeline.events:
+        if isinstance(event, SemanticNotice):
+            items.append({"t": event.at, "what": "notice", "kind": event.kind.value, "semantic_idle": event.semantic_idle,
+                          "raw_idle": event.raw_idle, "heartbeats": event.heartbeats_since_semantic})
+        elif event.enforced:
+            at = event.at
+            items.append({"t": event.at, "what": verdict, "phase": event.phase.value})
+    if verdict in ("eof_without_end", "malformed", "read_error") and at is not None:
+        items.append({"t": at, "what": verdict})
+    # What falls due at a time comes before the frames read at that time (as the engine orders them).
+    items.sort(key=lambda item: (item["t"], "event" in item or item["what"] == "malformed"))
+    end_t = at if at is not None else ended_at
     return {
         "verdict": verdict,
         "at": at,
-        "committed": committed,
+        "committed": record.committed,
         "provider": provider,
-        "frames": dict(sorted(frames.items())),
-        "notices": notices,
-        "max_semantic_gap": round(semantic_gap, 6),
-        "max_raw_gap": round(max(clock.max_raw_gap, end_t - clock.last_raw), 6),
-        "event_watchdog": watchdog_at,
-        "bytes": clock.bytes,
-        "facts": {k: v for k, v in facts.to_dict().items() if k != "usage"} | {"usage": facts.usage},
-        "timeline": timeline,
+        "frames": dict(sorted(counts.items())),
+        "notices": [e.at for e in timeline.events if isinstance(e, SemanticNotice)],
+        "first_byte_bound": record.first_byte_bound,
+        "max_semantic_gap": round(record.max_semantic_gap, 6),
+        "max_raw_gap": round(record.max_raw_gap, 6),
+        "event_watchdog": _watchdog(decoded_times, end_t, event_watchdog),
+        "bytes": record.bytes_received,
+        "facts": {"response_id": record.response_id, "model": engine.report.model, "stop_reason": record.stop_detail,
+                  "error_type": record.error_type if verdict in ("provider_error", "rejected") else None,
+                  "usage": record.usage},
+        "timeline": items,
     }
+
+
+def _replay(engine: Engine, chunks: list[Chunk]) -> float:
+    """Drive ``engine`` through ``chunks`` as a live driver would have, reading without pauses;
+    return when the attempt ended (the capture's last time when it did not: the attempt is then
+    closed, as incomplete)."""
+    command: Command | bytes = engine.start(0.0)
+    start = 0.0  # when the read in progress began: the previous record's time
+    headers_seen = False
+    for chunk in chunks:
+        if isinstance(chunk.data, bytes) and not headers_seen:
+            command = _deliver(engine, start, Chunk(chunk.t, 200))  # a capture without its headers record
+            headers_seen = True
+            if _over(engine, command):
+                return chunk.t
+        headers_seen = headers_seen or isinstance(chunk.data, int)
+        command = _deliver(engine, start, chunk)
+        if _over(engine, command):
+            return engine.since(_end_time(engine, chunk.t))
+        start = chunk.t
+    last = chunks[-1].t if chunks else 0.0
+    engine.closed(last)
+    return last
+
+
+def _deliver(engine: Engine, start: float, chunk: Chunk) -> Command | bytes:
+    """Wait as a read begun at ``start`` would have -- waking at the engine's hints, where notices
+    fall due and deadlines end reads -- until ``chunk``'s time, then deliver it."""
+    t = chunk.t
+    while True:
+        wake = min(engine.wake_hint, engine.stop_hint, start + engine.raw_hint)
+        if wake > t:
+            break  # (what falls due at the record's own time comes first, as the clocks order it)
+        if engine.woke(wake, start):
+            return engine.timed_out(wake, TimeoutError("replayed read timeout"))
+        if min(engine.wake_hint, engine.stop_hint, start + engine.raw_hint) <= wake:
+            break  # nothing more falls due before the record
+    data = chunk.data
+    if isinstance(data, int):
+        return engine.headers(t, data, {"content-type": "text/event-stream"})
+    if data is None:
+        return engine.eof(t)
+    if data == "end":
+        return READ
+    if isinstance(data, str):
+        kind = IOFailure.CONNECT if data == "connect_error" else IOFailure.READ
+        return engine.io_error(t, kind, ConnectionError(data))
+    return engine.received(t, data)
+
+
+def _over(engine: Engine, command: Command | bytes) -> bool:
+    """Whether the attempt is over after ``command`` (a response's body goes on as it says)."""
+    if isinstance(command, Respond):
+        command = command.then
+    if isinstance(command, Release):
+        command = command.then
+    if isinstance(command, (Fail, Reraise, Sleep)) or command is COMPLETE:
+        return True
+    return engine.report.attempts[0].outcome is not None
+
+
+def _end_time(engine: Engine, fallback: float) -> float:
+    record = engine.report.attempts[0]
+    if record.duration is None:
+        return fallback
+    return record.started + record.duration
+
+
+def _frames(chunks: list[Chunk], provider: str, max_frame_bytes: int,
+            until: float) -> tuple[Counter[str], list[dict[str, Any]], list[float], float | None]:
+    """The frames of the capture by kind, up to ``until`` (for the timeline and the watchdog):
+    counts, timeline items, times of decoded (non-heartbeat) frames, the first end frame's time."""
+    profile = profile_for(provider)
+    facts = StreamFacts()
+    scanner = SSEScanner(max_frame_bytes)
+    counts: Counter[str] = Counter()
+    items: list[dict[str, Any]] = []
+    decoded_times: list[float] = [0.0]
+    end_at: float | None = None
+    for chunk in chunks:
+        if chunk.t > until:
+            break
+        if not isinstance(chunk.data, bytes):
+            continue
+        try:
+            frames = scanner.feed(chunk.data)
+        except MalformedStream as exc:
+            items.append({"t": chunk.t, "what": "malformed", "detail": str(exc)})
+            break
+        for frame in frames:
+            kind = profile.classify(frame, facts)
+            counts[kind.value] += 1
+            items.append({"t": chunk.t, "what": kind.value, "event": frame.event})
+            if kind is not FrameKind.HEARTBEAT:
+                decoded_times.append(chunk.t)
+            if kind is FrameKind.END and end_at is None:
+                end_at = chunk.t
+    return counts, items, decoded_times, end_at
+
+
+def _watchdog(decoded_times: list[float], end_t: float, watchdog: float | None) -> float | None:
+    """When a watchdog on decoded (non-heartbeat) events would have fired, if it would."""
+    if watchdog is None:
+        return None
+    times = [*decoded_times, end_t]
+    for previous, current in zip(times, times[1:]):
+        if current - previous > watchdog:
+            return previous + watchdog
+    return None
 
 
 def render(result: dict[str, Any], *, event_watchdog: float | None = None) -> str:
@@ -242,11 +349,12 @@ def render(result: dict[str, Any], *, event_watchdog: float | None = None) -> st
         flush()
         what = item["what"]
         if what == "notice":
+            label = "PREFILL WAIT" if item.get("kind") == "prefill" else "NOTICE"
             detail = (
-                f"NOTICE semantic idle {item['semantic_idle']:.1f}s, raw idle {item['raw_idle']:.1f}s, "
+                f"{label} semantic idle {item['semantic_idle']:.1f}s, raw idle {item['raw_idle']:.1f}s, "
                 f"{item['heartbeats']} heartbeats since content"
             )
-        elif what in ("raw_silence", "semantic_timeout", "wall_budget"):
+        elif what in ("raw_silence", "first_byte_timeout", "semantic_timeout", "wall_budget"):
             detail = f"{what.upper()} (phase {item['phase']})"
         else:
             detail = what + (f" ({item['event']})" if item.get("event") not in (None, ":") else "")

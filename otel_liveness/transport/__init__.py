@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.policy import Policy
 from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough
-from ._common import liveness_policy
+from ._overrides import liveness_policy
 from ._family import Family, family, family_of, keepalive_socket_options
 from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough
 

@@ -10,8 +10,9 @@ from types import ModuleType
 from typing import Any
 
 from ..core import errors as E
+from ..core.commands import Fail
 
-__all__ = ["Family", "family_of", "keepalive_socket_options"]
+__all__ = ["Family", "family_of", "installed_modules", "keepalive_socket_options"]
 
 
 def keepalive_socket_options() -> list[tuple[int, int, int]]:
@@ -33,6 +34,7 @@ def keepalive_socket_options() -> list[tuple[int, int, int]]:
 # Which exception of the HTTP library each failure cause also is.
 _CAUSE_BASE = {
     "raw_silence": "ReadTimeout",
+    "first_byte_timeout": "ReadTimeout",
     "semantic_timeout": "ReadTimeout",
     "connect_error": "ConnectError",
     "read_error": "ReadError",
@@ -53,15 +55,13 @@ class Family:
     def __repr__(self) -> str:
         return f"Family({self.name})"
 
-    def error(self, ours: type[E.LivenessError], kind: str, message: str, request: Any = None, /, **fields: Any) -> E.LivenessError:
-        """An instance of ``ours`` that is also the family's exception for failure ``kind``."""
-        cls = _combined(ours, getattr(self.module, _CAUSE_BASE.get(kind.split(":")[0], "RemoteProtocolError")))
-        exc = cls(message, **fields)
+    def error(self, fail: Fail, request: Any = None) -> E.LivenessError:
+        """The error ``fail`` describes, as an instance of its class that is also the family's
+        exception for its kind (so ``except httpx.ReadTimeout`` and the like keep working)."""
+        theirs = getattr(self.module, _CAUSE_BASE.get(fail.kind, "RemoteProtocolError"))
+        exc: E.LivenessError = _combined(fail.error, theirs)(*fail.args, **fail.fields)
         if request is not None:
-            try:
-                exc.request = request  # type: ignore[attr-defined]
-            except AttributeError:  # pragma: no cover
-                pass
+            exc.request = request  # type: ignore[attr-defined]
         return exc
 
     def default_transport(self, *, asynchronous: bool, **kwargs: Any) -> Any:
@@ -75,7 +75,8 @@ def _combined(ours: type, theirs: type) -> type:
     return type(ours.__name__, (ours, theirs), {"__module__": ours.__module__, "__qualname__": ours.__qualname__})
 
 
-def _modules() -> list[ModuleType]:
+def installed_modules() -> list[ModuleType]:
+    """The HTTP library families importable here (httpx2 first)."""
     found = []
     for name in ("httpx2", "httpx"):
         module = sys.modules.get(name)
@@ -96,7 +97,7 @@ def family(name: str) -> Family:
 def family_of(transport: Any, asynchronous: bool | None = None) -> tuple[Family, bool]:
     """(family, is_async) of an inner transport; ``TypeError`` if it is neither family's. A
     transport that is both kinds (``MockTransport``) is sync unless ``asynchronous`` says otherwise."""
-    for module in _modules():
+    for module in installed_modules():
         is_async = isinstance(transport, module.AsyncBaseTransport)
         is_sync = isinstance(transport, module.BaseTransport)
         if is_async and is_sync:

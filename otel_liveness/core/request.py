@@ -1,0 +1,100 @@
+"""What the engine needs to know about a request, read once from its method, URL, headers and
+body (pure: the driver passes plain values, never an HTTP library object)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .memory import request_key
+
+__all__ = ["TRACE_HEADERS", "RequestFacts", "size_bucket"]
+
+#: The only request headers that reach hooks (W3C trace context): never credentials.
+TRACE_HEADERS = ("traceparent", "tracestate")
+
+_KIB = 1024
+_MIB = 1024 * _KIB
+#: Request body size buckets for telemetry (a prompt's prefill grows with it): closed, low-cardinality.
+_BUCKETS = ((64 * _KIB, "lt_64k"), (256 * _KIB, "64k_256k"), (_MIB, "256k_1m"), (4 * _MIB, "1m_4m"))
+
+
+def size_bucket(size: int | None) -> str:
+    """``lt_64k``, ``64k_256k``, ``256k_1m``, ``1m_4m``, ``ge_4m`` or ``unknown``."""
+    if size is None:
+        return "unknown"
+    for limit, name in _BUCKETS:
+        if size < limit:
+            return name
+    return "ge_4m"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFacts:
+    """One request as the engine sees it."""
+
+    method: str = "POST"
+    host: str = ""
+    port: int | None = None
+    path: str = ""
+    url: str = ""
+    streaming: bool = False  # known before headers to expect a stream
+    body_size: int | None = None  # bytes; None when the body is a stream of unknown length
+    model: str | None = None
+    carrier: Mapping[str, str] = field(default_factory=dict)  # trace-context headers only
+    read_timeout: float | None = None  # the caller's own socket read timeout
+    sdk_retry: bool = False  # a retry by an SDK above the transport (x-stainless-retry-count > 0)
+    key: str | None = None  # identity for the exhausted-request cache
+
+    @classmethod
+    def read(
+        cls,
+        *,
+        method: str,
+        url: str,
+        host: str,
+        port: int | None,
+        path: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        read_timeout: float | None,
+        stream_path: bool = False,
+    ) -> RequestFacts:
+        """Facts from the parts of a request. ``headers`` keys lower-case; ``body`` ``None`` when
+        it is a stream that was not read; ``stream_path``: the URL alone says it streams."""
+        size: int | None = len(body) if body is not None else None
+        if size is None:
+            length = headers.get("content-length", "")
+            size = int(length) if length.isdigit() else None
+        streaming = (
+            stream_path
+            or "text/event-stream" in headers.get("accept", "")
+            or (body is not None and (b'"stream":true' in body or b'"stream": true' in body))
+        )
+        retry_count = headers.get("x-stainless-retry-count", "0")
+        return cls(
+            method=method,
+            host=host,
+            port=port,
+            path=path,
+            url=url,
+            streaming=streaming,
+            body_size=size,
+            model=_model(body),
+            carrier={k: headers[k] for k in TRACE_HEADERS if k in headers},
+            read_timeout=read_timeout,
+            sdk_retry=retry_count not in ("", "0"),
+            key=request_key(method, url, body) if body is not None else None,
+        )
+
+
+def _model(body: bytes | None) -> str | None:
+    if not body or body[:1] != b"{" or b'"model"' not in body:
+        return None
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None
+    model = payload.get("model") if isinstance(payload, dict) else None
+    return model[:128] if isinstance(model, str) else None

@@ -1,0 +1,195 @@
+"""What the sync and async drivers share, none of it waiting: building the engine from an HTTP
+library request, the request each attempt sends, mapping the library's exceptions to engine
+inputs, and building responses and typed errors from the engine's commands."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..core.commands import Command, Fail, Reraise, Respond, Send
+from ..core.engine import Engine, IOFailure
+from ..core.events import Event, Hook
+from ..core.memory import CadenceMemory, ExhaustedCache
+from ..core.policy import Policy
+from ..core.providers import select_provider
+from ..core.request import RequestFacts
+from ._family import Family
+from ._overrides import current_policy
+from ._recorder import FlightRecorder
+
+__all__ = ["TransportBase", "log_hook_error"]
+
+log = logging.getLogger("otel_liveness")
+
+
+class TransportBase:
+    """The state and the non-waiting half of a liveness transport (sync or async)."""
+
+    _family: Family
+    _is_async: bool
+    _stream_cls: type
+    _passthrough_cls: type
+
+    def __init__(
+        self,
+        inner: Any = None,
+        policy: Policy | None = None,
+        *,
+        hooks: Iterable[Callable[[Any], None]] = (),
+        hosts: Iterable[str] | None = None,
+        **transport_kwargs: Any,
+    ) -> None:
+        if inner is None:
+            inner = self._family.default_transport(asynchronous=self._is_async, **transport_kwargs)
+        elif transport_kwargs:
+            raise TypeError(f"transport options {sorted(transport_kwargs)} apply only when no inner transport is given")
+        self._inner = inner
+        self._policy = policy or Policy()
+        self._hooks: list[Callable[[Any], None]] = list(hooks)
+        self._hosts = None if hosts is None else frozenset(h.lower() for h in hosts)
+        self._exhausted: ExhaustedCache[Fail] = ExhaustedCache()
+        self._cadence = CadenceMemory()
+        self._install_wakeups(inner)
+
+    def _install_wakeups(self, inner: Any) -> None:  # pragma: no cover - defined by the drivers
+        raise NotImplementedError
+
+    @property
+    def policy(self) -> Policy:
+        return self._policy
+
+    @property
+    def inner(self) -> Any:
+        return self._inner
+
+    @property
+    def family(self) -> Family:
+        return self._family
+
+    def add_hook(self, hook: Callable[[Any], None]) -> None:
+        self._hooks.append(hook)
+
+    def remove_hook(self, hook: Callable[[Any], None]) -> None:
+        if hook in self._hooks:
+            self._hooks.remove(hook)
+
+    # -- requests --------------------------------------------------------------------------------
+
+    def _applies(self, request: Any) -> bool:
+        return self._hosts is None or request.url.host in self._hosts
+
+    def _engine(self, request: Any, now: float) -> Engine:
+        """The engine of one request, with the policy in force for this call."""
+        policy = current_policy(self._policy)
+        url = request.url
+        try:
+            body: bytes | None = request.content
+        except Exception:  # a streaming request body that was not read
+            body = None
+        timeout = (request.extensions.get("timeout") or {}).get("read")
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        facts = RequestFacts.read(
+            method=request.method, url=str(url), host=url.host, port=url.port, path=url.path, headers=headers,
+            body=body, read_timeout=timeout,
+        )
+        hooks: list[Hook] = [*self._hooks, *_context_hooks(request)]
+        if policy.capture_dir:
+            hooks.append(FlightRecorder(policy.capture_dir))
+        return Engine(
+            policy, facts, now,
+            provider=policy.provider or select_provider(url.host, url.path),
+            hooks=hooks, on_hook_error=log_hook_error, wall_now=time.time, jitter=random.random,
+            exhausted=self._exhausted, cadence=self._cadence,
+        )
+
+    def _attempt_request(self, request: Any, send: Send) -> Any:
+        """The caller's request as this attempt sends it: its headers and body untouched, plus
+        the headers hooks add (trace context) and, when the engine sets one, the socket read
+        timeout (httpcore applies ``extensions["timeout"]["read"]`` to every read)."""
+        extensions = request.extensions
+        if send.read_timeout is not None:
+            timeouts = dict(extensions.get("timeout") or {})
+            timeouts["read"] = send.read_timeout
+            extensions = {**extensions, "timeout": timeouts}
+        headers = request.headers
+        if send.headers:
+            headers = headers.copy()
+            headers.update(send.headers)
+        return self._family.module.Request(request.method, request.url, headers=headers, stream=request.stream,
+                                           extensions=extensions)
+
+    def _send_context(self) -> Any:
+        """The context a hook asks the inner send to run in (the telemetry hook suppresses the HTTP
+        client instrumentations there, so no second, wrong HTTP span appears)."""
+        for hook in self._hooks:
+            factory = getattr(hook, "send_context", None)
+            if factory is not None:
+                return factory()
+        return contextlib.nullcontext()
+
+    def _io_failed(self, engine: Engine, now: float, exc: Exception) -> Command:
+        """The engine's answer to an exception of the inner transport; anything that is not the
+        HTTP library's I/O error (a host error) is re-raised as it came."""
+        module = self._family.module
+        if isinstance(exc, module.ReadTimeout):
+            return engine.timed_out(now, exc)
+        if isinstance(exc, (module.ConnectError, module.ConnectTimeout, module.PoolTimeout, module.UnsupportedProtocol)):
+            return engine.io_error(now, IOFailure.CONNECT, exc)
+        if isinstance(exc, module.TransportError):
+            return engine.io_error(now, IOFailure.READ, exc)
+        raise exc
+
+    def _error(self, request: Any, command: Command) -> BaseException:
+        """The exception a :class:`Fail` or :class:`Reraise` command asks for."""
+        if isinstance(command, Reraise):
+            return command.exc
+        if isinstance(command, Fail):
+            return self._family.error(command, request)
+        raise AssertionError(f"not a failure: {command!r}")  # pragma: no cover
+
+    def _response(self, request: Any, engine: Engine, inner: Any, iterator: Any, respond: Respond) -> Any:
+        """The response the caller sees: the attempt's status and headers, the outcome report in
+        ``extensions["liveness"]`` and, as body, the engine-judged stream (or the inner body)."""
+        if respond.passthrough:
+            stream = self._passthrough_cls(inner)
+        else:
+            stream = self._stream_cls(self, request, engine, inner, iterator, respond)
+        extensions = dict(inner.extensions)
+        extensions["liveness"] = engine.published
+        headers = list(inner.headers.multi_items())
+        if respond.replace:
+            names = {name for name, _ in respond.replace}
+            headers = [(k, v) for k, v in headers if k.lower() not in names] + list(respond.replace)
+        return self._family.module.Response(inner.status_code, headers=headers, stream=stream, extensions=extensions,
+                                            request=request)
+
+    def _answered_from_memory(self, engine: Engine) -> None:
+        if engine.ended and not engine.report.attempts:
+            log.info("otel-liveness: an SDK retry of an exhausted request was answered without a new attempt; "
+                     "set max_retries=0 on the SDK client")
+
+
+def _context_hooks(request: Any) -> Iterable[Hook]:
+    hook = request.extensions.get("liveness.hook")
+    return (hook,) if callable(hook) else ()
+
+
+_HOOK_FAILURES: dict[tuple[str, str], int] = {}
+
+
+def log_hook_error(hook: Callable[[Event], None], exc: Exception) -> None:
+    """A hook raised: the event is dropped. The first failure of each (hook type, error type) is a
+    WARNING with the traceback, then every 1000th; the rest are DEBUG, so a broken telemetry
+    backend cannot flood the application's logs."""
+    key = (type(hook).__qualname__, type(exc).__name__)
+    count = _HOOK_FAILURES[key] = _HOOK_FAILURES.get(key, 0) + 1
+    if count == 1 or count % 1000 == 0:
+        log.warning("otel-liveness: hook %r raised %s (%d so far); its events are dropped", hook, type(exc).__name__,
+                    count, exc_info=exc)
+    else:
+        log.debug("otel-liveness: hook %r raised %s", hook, type(exc).__name__)
