@@ -22,7 +22,7 @@ from ._family import Family
 from ._overrides import current_policy
 from ._recorder import FlightRecorder
 
-__all__ = ["TransportBase", "log_hook_error"]
+__all__ = ["TransportBase", "error_for", "io_failed", "log_hook_error"]
 
 log = logging.getLogger("otel_liveness")
 
@@ -132,33 +132,13 @@ class TransportBase:
                 return factory()
         return contextlib.nullcontext()
 
-    def _io_failed(self, engine: Engine, now: float, exc: Exception) -> Command:
-        """The engine's answer to an exception of the inner transport; anything that is not the
-        HTTP library's I/O error (a host error) is re-raised as it came."""
-        module = self._family.module
-        if isinstance(exc, module.ReadTimeout):
-            return engine.timed_out(now, exc)
-        if isinstance(exc, (module.ConnectError, module.ConnectTimeout, module.PoolTimeout, module.UnsupportedProtocol)):
-            return engine.io_error(now, IOFailure.CONNECT, exc)
-        if isinstance(exc, module.TransportError):
-            return engine.io_error(now, IOFailure.READ, exc)
-        raise exc
-
-    def _error(self, request: Any, command: Command) -> BaseException:
-        """The exception a :class:`Fail` or :class:`Reraise` command asks for."""
-        if isinstance(command, Reraise):
-            return command.exc
-        if isinstance(command, Fail):
-            return self._family.error(command, request)
-        raise AssertionError(f"not a failure: {command!r}")  # pragma: no cover
-
     def _response(self, request: Any, engine: Engine, inner: Any, iterator: Any, respond: Respond) -> Any:
         """The response the caller sees: the attempt's status and headers, the outcome report in
         ``extensions["liveness"]`` and, as body, the engine-judged stream (or the inner body)."""
         if respond.passthrough:
             stream = self._passthrough_cls(inner)
         else:
-            stream = self._stream_cls(self, request, engine, inner, iterator, respond)
+            stream = self._stream_cls(self._family, request, engine, inner, iterator, respond)
         extensions = dict(inner.extensions)
         extensions["liveness"] = engine.published
         headers = list(inner.headers.multi_items())
@@ -172,6 +152,28 @@ class TransportBase:
         if engine.ended and not engine.report.attempts:
             log.info("otel-liveness: an SDK retry of an exhausted request was answered without a new attempt; "
                      "set max_retries=0 on the SDK client")
+
+
+def io_failed(family: Family, engine: Engine, now: float, exc: Exception) -> Command:
+    """The engine's answer to an exception of the inner transport; anything that is not the
+    HTTP library's I/O error (a host error) is re-raised as it came."""
+    module = family.module
+    if isinstance(exc, module.ReadTimeout):
+        return engine.timed_out(now, exc)
+    if isinstance(exc, (module.ConnectError, module.ConnectTimeout, module.PoolTimeout, module.UnsupportedProtocol)):
+        return engine.io_error(now, IOFailure.CONNECT, exc)
+    if isinstance(exc, module.TransportError):
+        return engine.io_error(now, IOFailure.READ, exc)
+    raise exc
+
+
+def error_for(family: Family, request: Any, command: Command) -> BaseException:
+    """The exception a :class:`Fail` or :class:`Reraise` command asks for."""
+    if isinstance(command, Reraise):
+        return command.exc
+    if isinstance(command, Fail):
+        return family.error(command, request)
+    raise AssertionError(f"not a failure: {command!r}")  # pragma: no cover
 
 
 def _context_hooks(request: Any) -> Iterable[Hook]:

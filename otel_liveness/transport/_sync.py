@@ -14,7 +14,8 @@ from typing import Any
 from ..core.commands import COMPLETE, READ, Release, Respond, Send, Sleep
 from ..core.engine import Engine
 from ._backends import SyncBackend
-from ._base import TransportBase
+from ._base import TransportBase, error_for, io_failed
+from ._family import Family
 
 __all__ = ["SyncLivenessMixin", "SyncLivenessStream", "SyncPassThrough", "SyncWakingBackend", "SyncWakingStream"]
 
@@ -57,7 +58,7 @@ class SyncLivenessMixin(TransportBase):
                         with self._send_context():
                             response = self._inner.handle_request(self._attempt_request(request, command))
                     except Exception as exc:
-                        command = self._io_failed(engine, clock(), exc)
+                        command = io_failed(self._family, engine, clock(), exc)
                         continue
                     headers = {k.lower(): v for k, v in response.headers.items()}
                     command = engine.headers(clock(), response.status_code, headers)
@@ -69,7 +70,7 @@ class SyncLivenessMixin(TransportBase):
                     except StopIteration:
                         command = engine.eof(clock())
                     except Exception as exc:
-                        command = self._io_failed(engine, clock(), exc)
+                        command = io_failed(self._family, engine, clock(), exc)
                     else:
                         command = engine.received(clock(), chunk)
                 elif type(command) is Sleep:
@@ -80,7 +81,7 @@ class SyncLivenessMixin(TransportBase):
                 elif type(command) is Respond:
                     return self._response(request, engine, response, iterator, command)
                 else:
-                    raise self._error(request, command)
+                    raise error_for(self._family, request, command)
         except BaseException as exc:
             engine.abandoned(clock(), exc)  # nothing if the engine ended it (a Fail it answered)
             _discard(response)
@@ -113,9 +114,9 @@ class SyncLivenessStream:
     """The body the caller reads: released bytes of the one visible attempt, with the clocks
     still running; the engine ends the attempt (and the request) when it ends."""
 
-    def __init__(self, transport: SyncLivenessMixin, request: Any, engine: Engine, inner: Any, iterator: Any,
+    def __init__(self, family: Family, request: Any, engine: Engine, inner: Any, iterator: Any,
                  respond: Respond) -> None:
-        self._t = transport
+        self._family = family
         self._request = request
         self._engine = engine
         self._inner = inner
@@ -131,7 +132,7 @@ class SyncLivenessStream:
 
     def __iter__(self) -> Iterator[bytes]:
         engine = self._engine
-        clock = self._t._backend.now
+        clock = SyncBackend.now
         command: Any = self._then
         try:
             if self._first:
@@ -159,13 +160,13 @@ class SyncLivenessStream:
                         else:
                             command = engine.eof(clock())
                     except Exception as exc:
-                        command = self._t._io_failed(engine, clock(), exc)
+                        command = io_failed(self._family, engine, clock(), exc)
                     if type(command) is Release:
                         if command.data:
                             yield command.data
                         command = command.then
             if command is not COMPLETE:
-                raise self._t._error(self._request, command)
+                raise error_for(self._family, self._request, command)
         except BaseException as exc:
             engine.abandoned(clock(), exc)
             raise
@@ -184,7 +185,7 @@ class SyncLivenessStream:
             return
         self._closed = True
         self._unwatch()
-        self._engine.closed(self._t._backend.now())
+        self._engine.closed(SyncBackend.now())
         with SyncBackend.shield():
             self._inner.close()
 
