@@ -90,7 +90,7 @@ def measure(events: int, chunk: int, rounds: int) -> dict[str, float]:
         t2 = time.perf_counter_ns()
         ours.append((t1 - t0) / events)
         sdk.append((t2 - t1) / events)
-    ratios = [o / s for o, s in zip(ours, sdk)]
+    ratios = [o / s for o, s in zip(ours, sdk, strict=True)]
     return {
         "events": events,
         "chunk_bytes": chunk,
@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"{'read size':>10}  {'ours ns/frame':>14}  {'SDK ns/frame':>13}  {'ratio':>6}")
         for r in results:
-            print(f"{r['chunk_bytes']:>10}  {r['ours_ns_per_frame']:>14.0f}  {r['sdk_ns_per_frame']:>13.0f}  {r['ratio_median']:>6.3f}")
+            print(f"{r['chunk_bytes']:>10}  {r['ours_ns_per_frame']:>14.0f}  {r['sdk_ns_per_frame']:>13.0f}  "
+                  f"{r['ratio_median']:>6.3f}")
         print(f"target: ratio <= {results[-1]['target']} at {results[-1]['chunk_bytes']}-byte reads")
     return 0 if results[-1]["ratio_median"] <= results[-1]["target"] else 1
 

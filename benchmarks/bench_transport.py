@@ -289,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
                                             ("anthropic SDK path", sdk_i, sdk, " (target <= 1.03)")):
             print(f"{label}: interleaved: plain {inter['plain_s']*1e3:.1f} ms CPU, wrapped {inter['wrapped_s']*1e3:.1f} ms, "
                   f"median paired ratio {inter['ratio_median']:.3f}{target}; whole streams: "
-                  f"plain {whole['plain_s']*1e3:.1f} ms, wrapped {whole['wrapped_s']*1e3:.1f} ms, ratio {whole['ratio_median']:.3f}")
+                  f"plain {whole['plain_s']*1e3:.1f} ms, wrapped {whole['wrapped_s']*1e3:.1f} ms, "
+                  f"ratio {whole['ratio_median']:.3f}")
         print(f"telemetry on vs off (SDK path, batch span processor, interleaved): median paired ratio "
               f"{telemetry['ratio_median']:.3f} (target <= 1.02)")
         print(f"in process (MockTransport, no network): {per_read_us:.2f} us added per read")

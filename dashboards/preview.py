@@ -52,7 +52,7 @@ def render_panel(base: str, spec: PanelSpec, out: pathlib.Path, *, window: float
             points = [(float(t) - end, float(v)) for t, v in series["values"] if v not in ("NaN", "+Inf", "-Inf")]
             if not points:
                 continue
-            xs, ys = zip(*points)
+            xs, ys = zip(*points, strict=True)
             ax.plot(xs, ys, label=legend(query.legend, series["metric"]) or "value", linewidth=1.2)
             drawn += 1
     if spec.threshold is not None:

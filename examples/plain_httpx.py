@@ -13,6 +13,6 @@ with httpx.Client(transport=transport, timeout=600) as client:
                        headers={"x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""), "anthropic-version": "2023-06-01"},
                        json={"model": "claude-opus-4-5", "max_tokens": 64, "stream": True,
                              "messages": [{"role": "user", "content": "Hello"}]}) as response:
-        for chunk in response.iter_raw():
+        for _chunk in response.iter_raw():
             pass
         print(response.extensions["liveness"]["stop_reason"])

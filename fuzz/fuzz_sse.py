@@ -17,10 +17,10 @@ import atheris
 with atheris.instrument_imports():
     from otel_liveness.core.commands import READ, Release, Respond
     from otel_liveness.core.engine import Engine
-    from otel_liveness.core.request import RequestFacts
-    from otel_liveness.core.errors import FrameTooLarge, MalformedStream
+    from otel_liveness.core.errors import FrameTooLarge
     from otel_liveness.core.policy import Policy
     from otel_liveness.core.providers import PROFILES, StreamFacts
+    from otel_liveness.core.request import RequestFacts
     from otel_liveness.core.sse import SSEScanner
 
 BOUND = 512

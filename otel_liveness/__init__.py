@@ -8,6 +8,10 @@ Layers (each a subpackage):
 - :mod:`otel_liveness.tools` -- ``otel-liveness analyze`` and other offline tools on the core.
 """
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .core.anthropic import continuation_message, decode_partial
 from .core.errors import (
     FrameTooLarge,
     InvalidPolicy,
@@ -19,8 +23,6 @@ from .core.errors import (
     WallTimeout,
     liveness_error,
 )
-from .core.outcome import AttemptOutcome, FrameKind, Phase, RequestReport, RetryReason, StopReason
-from .core.anthropic import continuation_message, decode_partial
 from .core.events import (
     AttemptEnded,
     AttemptStarted,
@@ -31,11 +33,19 @@ from .core.events import (
     SemanticNotice,
     Verdict,
 )
+from .core.outcome import AttemptOutcome, FrameKind, Phase, RequestReport, RetryReason, StopReason
 from .core.policy import Policy
 from .transport._overrides import liveness_policy
 
 
-def wrap(inner_transport, policy=None, *, hooks=(), hosts=None, asynchronous=None):  # type: ignore[no-untyped-def]
+def wrap(
+    inner_transport: Any,
+    policy: Policy | None = None,
+    *,
+    hooks: Iterable[Callable[[Any], None]] = (),
+    hosts: Iterable[str] | None = None,
+    asynchronous: bool | None = None,
+) -> Any:
     """Wrap an httpx or httpx2 transport (sync or async); see :func:`otel_liveness.transport.wrap`."""
     from .transport import wrap as _wrap
 
@@ -67,10 +77,10 @@ __all__ = [
     "StreamTruncated",
     "Verdict",
     "WallTimeout",
+    "__version__",
     "continuation_message",
     "decode_partial",
     "liveness_error",
     "liveness_policy",
     "wrap",
-    "__version__",
 ]

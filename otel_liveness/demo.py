@@ -20,7 +20,8 @@ from .core.anthropic import continuation_message
 from .core.errors import ProviderError, StreamTruncated, WallTimeout, liveness_error
 from .core.events import AttemptEnded, Heartbeats, RetryScheduled, SemanticNotice, Verdict
 from .core.policy import Policy
-from .testing import Scenario, SimulatedProvider, anthropic_reply, steps as s
+from .testing import Scenario, SimulatedProvider, anthropic_reply
+from .testing import steps as s
 from .testing.scripts import anthropic_error, anthropic_status, sse_event
 
 __all__ = ["SCENARIOS", "run_demo"]
@@ -191,7 +192,7 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
         base_url=provider.base_url(scenario.name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
         http_client=httpx2.Client(transport=transport, timeout=httpx2.Timeout(600 * ts, connect=5.0)),
     )
-    messages: list[dict[str, Any]] = [{"role": "user", "content": f"Demo turn: {scenario.name}"}]
+    messages: list[Any] = [{"role": "user", "content": f"Demo turn: {scenario.name}"}]
     started = time.monotonic()
     try:
         for _ in range(3):  # a continuation is another call, visible to the model
@@ -217,8 +218,9 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
                     result.outcome, result.error = "wall_budget", f"wall budget of {err.budget / ts:g} provider-s"
                 elif isinstance(err, ProviderError) or isinstance(exc, anthropic.APIStatusError):
                     status = getattr(exc, "status_code", None)
+                    cause = err.last_cause if isinstance(err, ProviderError) else None
                     result.outcome = "provider_failure"
-                    result.error = f"provider failure: {status or (err and err.last_cause)}"  # type: ignore[union-attr]
+                    result.error = f"provider failure: {status or cause}"
                 else:
                     result.outcome, result.error = "unexpected", f"{type(exc).__name__}: {exc}"
                 break
@@ -275,7 +277,10 @@ def run_demo(*, names: list[str] | None = None, time_scale: float = 0.02, shadow
     chosen = [sc for sc in SCENARIOS if not names or sc.name in names] * rounds
     hook, exporter, reader, shutdown = _telemetry(otlp)
     turns: list[TurnResult] = []
-    say = (lambda *a: None) if as_json else (lambda *a: print(*a, file=out, flush=True))
+    def say(*args: Any) -> None:
+        if not as_json:
+            print(*args, file=out, flush=True)
+
     say(f"otel-liveness demo: {len(chosen)} turns on the simulated provider "
         f"(time scale {time_scale:g}: 1 provider-minute = {60 * time_scale:.1f} s){' [shadow mode]' if shadow else ''}")
     with SimulatedProvider(time_scale=time_scale) as provider:
@@ -308,9 +313,12 @@ def run_demo(*, names: list[str] | None = None, time_scale: float = 0.02, shadow
 
 
 def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict[str, Any] | None, ok: bool, out: Any) -> None:
-    p = lambda *a: print(*a, file=out)  # noqa: E731
+    def p(*args: Any) -> None:
+        print(*args, file=out)
+
     p()
-    header = f"{'turn':<20} {'outcome':<25} {'att':>3} {'hb':>4} {'ntc':>3} {'retries (reason:delay provider-s)':<44} {'stop':<10} {'prefix':>6}"
+    header = (f"{'turn':<20} {'outcome':<25} {'att':>3} {'hb':>4} {'ntc':>3} {'retries (reason:delay provider-s)':<44} "
+              f"{'stop':<10} {'prefix':>6}")
     p(header)
     p("-" * len(header))
     for t in turns:

@@ -52,7 +52,7 @@ class PlainClient:
                             result.body += chunk
                             if read_limit is not None and len(result.body) >= read_limit:
                                 break
-                except Exception as exc:  # noqa: BLE001 - the test inspects it
+                except Exception as exc:
                     result.error = exc
         else:
             with self.x.Client(transport=self._transport(), timeout=30) as client:
@@ -63,7 +63,7 @@ class PlainClient:
                             result.body += chunk
                             if read_limit is not None and len(result.body) >= read_limit:
                                 break
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     result.error = exc
         return result
 

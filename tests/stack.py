@@ -51,7 +51,7 @@ def wait_http(url: str, timeout: float = 30.0) -> None:
             with urllib.request.urlopen(url, timeout=1) as response:
                 if response.status == 200:
                     return
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             last = exc
         time.sleep(0.1)
     raise TimeoutError(f"{url} not ready: {last}")

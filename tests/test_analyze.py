@@ -84,7 +84,8 @@ def test_eof_without_end_and_incomplete(tmp_path, capsys) -> None:  # type: igno
 
 
 def test_openai_chat_provider(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    recs = [{"t": 0, "data": 'data: {"id":"c1","choices":[{"delta":{"content":"hi"}}]}\n\n'}, {"t": 1, "data": "data: [DONE]\n\n"}]
+    recs = [{"t": 0, "data": 'data: {"id":"c1","choices":[{"delta":{"content":"hi"}}]}\n\n'},
+            {"t": 1, "data": "data: [DONE]\n\n"}]
     out = run_json(capsys, write(tmp_path, recs), "--provider", "openai-chat")
     assert out["verdict"] == "completed" and out["frames"] == {"end": 1, "semantic": 1}
 

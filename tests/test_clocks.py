@@ -62,7 +62,7 @@ def test_heartbeats_keep_an_attempt_alive_far_past_any_semantic_budget() -> None
 
 
 def test_notice_fields_and_rearming_after_content() -> None:
-    clock, seen = run(
+    _, seen = run(
         [(1.0, "headers"), (5.0, H), (12.0, H), (19.0, S), (31.0, H), (45.0, H), (50.0, "poll")],
         raw_idle=60.0,
         notice_every=10.0,
@@ -104,7 +104,7 @@ def test_raw_clock_exempt_when_none() -> None:
 
 def test_semantic_timeout_only_when_configured() -> None:
     script = [(1.0, "headers")] + [(float(t), H) for t in range(5, 200, 5)]
-    clock, seen = run(script, raw_idle=30.0, notice_every=None, semantic_timeout=100.0)
+    _, seen = run(script, raw_idle=30.0, notice_every=None, semantic_timeout=100.0)
     assert seen == [SemanticTimeoutExpired(at=100.0, idle=100.0, phase=Phase.PREAMBLE, committed=False)]
 
 

@@ -17,7 +17,8 @@ from otel_liveness import Policy
 from otel_liveness.telemetry import TelemetryHook
 from otel_liveness.telemetry import semconv as S
 from otel_liveness.telemetry.export import otlp_http
-from otel_liveness.testing import SimulatedProvider, anthropic_reply, steps as s
+from otel_liveness.testing import SimulatedProvider, anthropic_reply
+from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import anthropic_status
 
 from .stack import ROOT, Collector, Prometheus, collector_binary, scaled_rules
@@ -75,7 +76,7 @@ class App:
                 with client.stream("POST", url + "/v1/messages", json=BODY) as response:
                     response.read()
                     return response.status_code, None, time.monotonic() - started
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 return None, exc, time.monotonic() - started
 
     def flush(self) -> None:

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from otel_liveness.testing import SimulatedProvider, anthropic_reply, openai_chat_reply, steps as s
+from otel_liveness.testing import SimulatedProvider, anthropic_reply, openai_chat_reply
+from otel_liveness.testing import steps as s
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))

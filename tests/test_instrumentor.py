@@ -15,7 +15,8 @@ import pytest
 
 from otel_liveness.telemetry import instrument, uninstrument
 from otel_liveness.telemetry import semconv as S
-from otel_liveness.testing import anthropic_reply, steps as s
+from otel_liveness.testing import anthropic_reply
+from otel_liveness.testing import steps as s
 
 from .otlp_receiver import OTLPReceiver, attributes
 from .test_telemetry import Telemetry

@@ -117,7 +117,8 @@ def test_openai_responses() -> None:
 
 
 def test_generic_sse() -> None:
-    kinds, _ = classify("sse", b": OPENROUTER PROCESSING\n\n" + ev(None, {"candidates": []}) + ev("ping", "") + b"data: [DONE]\n\n")
+    body = b": OPENROUTER PROCESSING\n\n" + ev(None, {"candidates": []}) + ev("ping", "") + b"data: [DONE]\n\n"
+    kinds, _ = classify("sse", body)
     assert kinds == [H, S, H, E]
 
 

@@ -18,7 +18,8 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 import otel_liveness
 from otel_liveness.core.sse import SSEScanner
 from otel_liveness.telemetry import TelemetryHook
-from otel_liveness.testing import anthropic_reply, steps as s
+from otel_liveness.testing import anthropic_reply
+from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import anthropic_status
 
 from .clients import VARIANT_IDS, VARIANTS, run

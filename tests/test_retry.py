@@ -27,7 +27,10 @@ def status(code: int, **headers: str) -> Failure:
     return Failure(FailureKind.STATUS, status=code, headers=headers)
 
 
-def d(failure: Failure, state: RetryState = RetryState(), policy: Policy = POLICY, jitter: float = 0.0):  # type: ignore[no-untyped-def]
+EMPTY = RetryState()
+
+
+def d(failure: Failure, state: RetryState = EMPTY, policy: Policy = POLICY, jitter: float = 0.0):  # type: ignore[no-untyped-def]
     return decide(state, failure, policy, wall_now=NOW, jitter=jitter)
 
 

@@ -22,7 +22,8 @@ import otel_liveness
 from otel_liveness import Policy
 from otel_liveness.telemetry import TelemetryHook
 from otel_liveness.telemetry import semconv as S
-from otel_liveness.testing import anthropic_reply, steps as s
+from otel_liveness.testing import anthropic_reply
+from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import anthropic_status
 
 from .conftest import FAST
@@ -76,7 +77,7 @@ def post(tel: Telemetry, url: str, policy: Policy = FAST, body: dict[str, Any] =
             with client.stream("POST", url, json=body, headers={"x-api-key": "sk-ant-PLANTED-SECRET"}) as response:
                 response.read()
                 return response, None
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return None, exc
 
 

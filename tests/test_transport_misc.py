@@ -15,7 +15,8 @@ import pytest
 
 import otel_liveness
 from otel_liveness import Policy
-from otel_liveness.testing import anthropic_reply, steps as s
+from otel_liveness.testing import anthropic_reply
+from otel_liveness.testing import steps as s
 from otel_liveness.tools.analyze import analyze, parse_capture
 
 from .clients import run

@@ -10,7 +10,8 @@ import pytest
 
 import otel_liveness
 from otel_liveness import Policy, ProviderError, StreamTruncated
-from otel_liveness.testing import anthropic_reply, openai_chat_reply, steps as s
+from otel_liveness.testing import anthropic_reply, openai_chat_reply
+from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import anthropic_error, anthropic_status
 
 from .conftest import FAST

@@ -11,7 +11,8 @@ import pytest
 import otel_liveness
 from otel_liveness import ProviderError, StreamTruncated, WallTimeout
 from otel_liveness.core.events import Heartbeats, RetryScheduled, SemanticNotice, Verdict
-from otel_liveness.testing import anthropic_reply, steps as s
+from otel_liveness.testing import anthropic_reply
+from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import anthropic_error, anthropic_status
 
 from .clients import VARIANT_IDS, VARIANTS, Result, run

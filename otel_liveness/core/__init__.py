@@ -10,8 +10,8 @@ from .clocks import (
     CONTINUE,
     AttemptClock,
     Continue,
-    Notice,
     Due,
+    Notice,
     RawSilenceExpired,
     SemanticTimeoutExpired,
     Terminal,
@@ -33,8 +33,8 @@ from .outcome import (
     StopReason,
 )
 from .policy import Policy
-from .request import RequestFacts
 from .providers import PROFILES, ProviderProfile, StreamFacts, profile_for, select_provider
+from .request import RequestFacts
 from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, Truncate, backoff, decide, retry_after
 from .sse import COMMENT, Frame, SSEScanner
 

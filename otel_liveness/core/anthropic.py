@@ -47,10 +47,11 @@ def decode_partial(prefix: bytes) -> dict[str, Any]:
                 block.setdefault("partial_json", "")
             blocks[int(payload.get("index", len(blocks)))] = block
         elif kind == "content_block_delta":
-            block = blocks.get(int(payload.get("index", -1)))
+            open_block = blocks.get(int(payload.get("index", -1)))
             delta = payload.get("delta") or {}
-            if block is None:
+            if open_block is None:
                 continue
+            block = open_block
             dtype = delta.get("type")
             if dtype == "text_delta":
                 block["text"] = block.get("text", "") + delta.get("text", "")
@@ -63,9 +64,9 @@ def decode_partial(prefix: bytes) -> dict[str, Any]:
             elif dtype == "citations_delta":
                 block.setdefault("citations", []).append(delta.get("citation"))
         elif kind == "content_block_stop":
-            block = blocks.get(int(payload.get("index", -1)))
-            if block is not None:
-                block["complete"] = True
+            stopped = blocks.get(int(payload.get("index", -1)))
+            if stopped is not None:
+                stopped["complete"] = True
         elif kind == "message_delta":
             message["stop_reason"] = (payload.get("delta") or {}).get("stop_reason")
     message["content"] = [blocks[i] for i in sorted(blocks)]

@@ -121,35 +121,35 @@ class AttemptClock:
     """
 
     __slots__ = (
-        "raw_idle",
-        "first_byte_bound",
-        "notice_every",
-        "semantic_timeout",
-        "wall_deadline",
-        "wall_budget",
         "adaptive_floor",
-        "learned_gap",
-        "phase",
-        "committed",
-        "started",
-        "sent_at",
         "body_started",
-        "last_raw",
-        "last_semantic",
-        "last_heartbeat",
-        "next_notice",
-        "notices",
+        "bytes",
+        "committed",
+        "first_byte",
+        "first_byte_bound",
+        "first_semantic",
+        "frames",
+        "heartbeat_gaps",
         "heartbeats",
         "heartbeats_since_semantic",
-        "heartbeat_gaps",
+        "last_heartbeat",
+        "last_raw",
+        "last_semantic",
+        "learned_gap",
         "max_heartbeat_gap",
-        "frames",
-        "bytes",
         "max_raw_gap",
         "max_semantic_gap",
-        "first_byte",
-        "first_semantic",
+        "next_notice",
+        "notice_every",
+        "notices",
+        "phase",
+        "raw_idle",
+        "semantic_timeout",
+        "sent_at",
+        "started",
         "terminal",
+        "wall_budget",
+        "wall_deadline",
     )
 
     def __init__(
@@ -411,10 +411,10 @@ class AttemptClock:
         """The earliest item due at ``now`` (one per call): a notice, or a time-based verdict."""
         if self.terminal is not None:
             return self.terminal
-        if now < self.next_notice and (
+        if (now < self.next_notice and (
             (self.semantic_timeout is None or now < self.last_semantic + self.semantic_timeout)
             and (self.wall_deadline is None or now < self.wall_deadline)
-        ) or self.phase is Phase.DONE:
+        )) or self.phase is Phase.DONE:
             return CONTINUE  # the fast path, taken on nearly every read
         sem, wall, notice = self._deadlines()
         if notice <= now and notice < sem and notice < wall:

@@ -44,7 +44,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from . import errors as E
 from .anthropic import decode_partial
 from .clocks import AttemptClock, Notice, RawSilenceExpired, SemanticTimeoutExpired, Terminal, WallBudgetExpired
-from .commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Send, Sleep
+from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
 from .events import (
     AttemptEnded,
@@ -58,7 +58,7 @@ from .events import (
     SemanticNotice,
     Verdict,
 )
-from .lane import Lane
+from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
 from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, Phase, RequestReport, StopReason
 from .policy import Policy
@@ -227,7 +227,7 @@ class Engine:
         return policy.raw_idle_timeout if self.profile.keepalives else policy.raw_idle_timeout_no_keepalive
 
     @property
-    def lane(self) -> Lane:
+    def lane(self) -> PyLane:
         """The current attempt's steady lane: a driver may call ``lane.step(chunk, now)`` on each
         body read and release the chunk as is when it answers True; otherwise it calls
         :meth:`received`. The engine re-arms it after every input."""
@@ -834,14 +834,14 @@ class Engine:
         if not self.responded:
             if release:
                 self._first.append(release)
-            if command is COMPLETE or (isinstance(command, Fail) and self._first):
-                return self._respond(then=command)  # type: ignore[arg-type]
+            if isinstance(command, Complete) or (isinstance(command, Fail) and self._first):
+                return self._respond(then=command)
             return command
-        if release and isinstance(command, (Fail, Reraise)) or command is COMPLETE:
-            return Release(release, command) if release else command  # type: ignore[arg-type]
+        if release and isinstance(command, (Fail, Reraise, Complete)):
+            return Release(release, command)
         return command
 
-    def _respond(self, *, then: Any = READ, passthrough: bool = False,
+    def _respond(self, *, then: Read | Complete | Fail = READ, passthrough: bool = False,
                  replace: tuple[tuple[str, str], ...] = ()) -> Respond:
         self.responded = True
         first = b"".join(self._first)
@@ -940,7 +940,7 @@ class Engine:
         for hook in self.hooks:
             try:
                 hook(event)
-            except Exception as exc:  # a hook must never change what the application receives
+            except Exception as exc:  # noqa: BLE001 - a hook must never change what the application receives
                 self.hook_errors += 1
                 if self.on_hook_error is not None:
                     self.on_hook_error(hook, exc)

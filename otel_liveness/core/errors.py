@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "liveness_error",
     "FrameTooLarge",
     "InvalidPolicy",
     "LivenessError",
@@ -34,6 +33,7 @@ __all__ = [
     "RateLimited",
     "StreamTruncated",
     "WallTimeout",
+    "liveness_error",
 ]
 
 

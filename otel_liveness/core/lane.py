@@ -29,8 +29,20 @@ class PyLane:
     bytes are one of ``keys`` (the profile's semantic prefixes); it then moves the horizon to
     ``min(now + step, wall)``. Otherwise it returns False and changes nothing."""
 
-    __slots__ = ("horizon", "step_", "wall", "last", "room", "max_frame", "prefix", "keys", "keep",
-                 "reads", "nbytes", "max_gap")
+    __slots__ = (
+        "horizon",
+        "keep",
+        "keys",
+        "last",
+        "max_frame",
+        "max_gap",
+        "nbytes",
+        "prefix",
+        "reads",
+        "room",
+        "step_",
+        "wall",
+    )
 
     def __init__(self, keys: tuple[bytes, ...], prefix: int, max_frame: int, keep: list[bytes]) -> None:
         self.keys = frozenset(keys)
@@ -90,10 +102,12 @@ class PyLane:
         return out
 
 
+Lane: type[PyLane]
 try:
-    from ._lane import Lane  # type: ignore[import-not-found]
+    from ._lane import Lane as _NativeLane
 
+    Lane = _NativeLane  # type: ignore[assignment]  # the same interface (_lane.pyi), in C
     NATIVE = True
 except ImportError:  # no compiler at install time: the reference implementation
-    Lane = PyLane  # type: ignore[misc]
+    Lane = PyLane
     NATIVE = False

@@ -14,8 +14,8 @@ from typing import Any
 __all__ = [
     "AttemptOutcome",
     "AttemptRecord",
-    "DelaySource",
     "Completion",
+    "DelaySource",
     "FrameKind",
     "NoticeKind",
     "Phase",

@@ -109,7 +109,7 @@ class Policy:
     raw_idle_timeout: float | None = DEFAULT_RAW_IDLE_TIMEOUT
     raw_idle_timeout_no_keepalive: float | None = 600.0
     raw_idle_timeout_non_streaming: float | None = None
-    first_byte_timeout: float | None | Literal["auto"] = "auto"
+    first_byte_timeout: float | Literal["auto"] | None = "auto"
     first_byte_base: float = 60.0
     first_byte_per_mib: float = 60.0
     first_byte_max: float = 600.0
@@ -132,7 +132,7 @@ class Policy:
 
     def __post_init__(self) -> None:
         if self.first_byte_timeout != "auto":
-            object.__setattr__(self, "first_byte_timeout", seconds(self.first_byte_timeout, "first_byte_timeout"))  # type: ignore[arg-type]
+            object.__setattr__(self, "first_byte_timeout", seconds(self.first_byte_timeout, "first_byte_timeout"))
         for name in _DURATIONS:
             value = seconds(getattr(self, name), name, allow_none=name not in _REQUIRED)
             object.__setattr__(self, name, value)

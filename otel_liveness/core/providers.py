@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import operator
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from .outcome import FrameKind
 from .sse import COMMENT, Frame, parse_block
@@ -64,7 +64,7 @@ _USAGE_KEYS = (
 class StreamFacts:
     """The few facts about a response that telemetry records. Never content."""
 
-    __slots__ = ("response_id", "model", "stop_reason", "usage", "error_type")
+    __slots__ = ("error_type", "model", "response_id", "stop_reason", "usage")
 
     def __init__(self) -> None:
         self.response_id: str | None = None
@@ -117,7 +117,7 @@ class ProviderProfile:
     eof_is_end = False
     #: Blocks whose first :data:`PREFIX` bytes are a key here are classified without parsing: only
     #: frequent events that carry no fact (pings, content deltas) belong in it.
-    fast: dict[bytes, FrameKind] = {}
+    fast: ClassVar[dict[bytes, FrameKind]] = {}
 
     @property
     def semantic_keys(self) -> tuple[bytes, ...]:
@@ -148,7 +148,7 @@ class ProviderProfile:
             kinds = [None] * len(blocks)
         out: list[FrameKind] = []
         frames: list[Frame] = []
-        for block, kind in zip(blocks, kinds):
+        for block, kind in zip(blocks, kinds, strict=True):
             if kind is not None:
                 out.append(kind)
                 continue
@@ -164,13 +164,13 @@ _PREFIX_OF = operator.itemgetter(slice(0, PREFIX))
 
 class AnthropicProfile(ProviderProfile):
     name = "anthropic"
-    fast = {
+    fast: ClassVar[dict[bytes, FrameKind]] = {
         b"event: content_block_delta\n": SEMANTIC,
         b"event: content_block_start\n": SEMANTIC,
         b"event: content_block_stop\nd": SEMANTIC,
         b'event: ping\ndata: {"type":': HEARTBEAT,
     }
-    _KINDS = {
+    _KINDS: ClassVar[dict[str | None, FrameKind]] = {
         COMMENT: HEARTBEAT,
         "ping": HEARTBEAT,
         "content_block_delta": SEMANTIC,
@@ -183,7 +183,7 @@ class AnthropicProfile(ProviderProfile):
     }
 
     def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
-        kind = self._KINDS.get(frame.event, UNKNOWN)  # type: ignore[arg-type]
+        kind = self._KINDS.get(frame.event, UNKNOWN)
         if kind is SEMANTIC:
             if frame.event == "message_delta":
                 payload = _json(frame.data)
@@ -247,7 +247,7 @@ class OpenAIChatProfile(ProviderProfile):
 class OpenAIResponsesProfile(ProviderProfile):
     name = "openai-responses"
     keepalives = False
-    _KINDS = {
+    _KINDS: ClassVar[dict[str | None, FrameKind]] = {
         COMMENT: HEARTBEAT,
         "keepalive": HEARTBEAT,
         "response.created": PREAMBLE,
@@ -261,7 +261,7 @@ class OpenAIResponsesProfile(ProviderProfile):
 
     def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
         event = frame.event
-        kind = self._KINDS.get(event)  # type: ignore[arg-type]
+        kind = self._KINDS.get(event)
         if kind is None:
             return SEMANTIC if event and event.startswith("response.") else UNKNOWN
         if kind is PREAMBLE or kind is END or event == "response.failed":
@@ -283,10 +283,12 @@ class OpenAIResponsesProfile(ProviderProfile):
 class GenericSSEProfile(ProviderProfile):
     name = "sse"
     eof_is_end = True  # Gemini alt=sse and most custom servers just close
-    _KINDS = {COMMENT: HEARTBEAT, "ping": HEARTBEAT, "keepalive": HEARTBEAT, "heartbeat": HEARTBEAT, "error": ERROR}
+    _KINDS: ClassVar[dict[str | None, FrameKind]] = {
+        COMMENT: HEARTBEAT, "ping": HEARTBEAT, "keepalive": HEARTBEAT, "heartbeat": HEARTBEAT, "error": ERROR,
+    }
 
     def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
-        kind = self._KINDS.get(frame.event)  # type: ignore[arg-type]
+        kind = self._KINDS.get(frame.event)
         if kind is None:
             return END if frame.data == b"[DONE]" else SEMANTIC
         if kind is ERROR:

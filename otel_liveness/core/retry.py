@@ -46,8 +46,6 @@ from .policy import Policy
 
 __all__ = [
     "Decision",
-    "attempt_outcome",
-    "failure_reason",
     "Failure",
     "FailureKind",
     "GiveUp",
@@ -55,8 +53,10 @@ __all__ = [
     "Retry",
     "RetryState",
     "Truncate",
+    "attempt_outcome",
     "backoff",
     "decide",
+    "failure_reason",
     "retry_after",
 ]
 
@@ -137,7 +137,7 @@ class RetryState:
         return sum(1 for _, d in self.history if getattr(d, "rate_limited", False))
 
     def record(self, failure: Failure, decision: Decision) -> RetryState:
-        return RetryState(self.history + ((failure, decision),))
+        return RetryState((*self.history, (failure, decision)))
 
 
 _RETRYABLE_ERROR_TYPES = {

@@ -50,7 +50,7 @@ class Frame:
     on the wire after line-end normalisation; ``comments`` the comment lines inside the block.
     """
 
-    __slots__ = ("event", "data", "size", "comments")
+    __slots__ = ("comments", "data", "event", "size")
 
     def __init__(self, event: str | None, data: bytes, size: int, comments: int = 0) -> None:
         self.event = event
@@ -128,7 +128,7 @@ class SSEScanner:
     :meth:`~otel_liveness.core.providers.ProviderProfile.classify_blocks`.
     """
 
-    __slots__ = ("max_frame_bytes", "_parts", "_pending", "_started", "_pending_cr", "_raw_mode", "discarded")
+    __slots__ = ("_parts", "_pending", "_pending_cr", "_raw_mode", "_started", "discarded", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         if max_frame_bytes <= 0:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -60,8 +60,19 @@ except ImportError:  # pragma: no cover - fall back to the context key the HTTP 
 
 
 class _RequestState:
-    __slots__ = ("parent", "request_span", "attempt_span", "base", "metric_base", "heartbeat_events",
-                 "heartbeats_coalesced", "notice_events", "notices_coalesced", "mode", "size_bucket")
+    __slots__ = (
+        "attempt_span",
+        "base",
+        "heartbeat_events",
+        "heartbeats_coalesced",
+        "metric_base",
+        "mode",
+        "notice_events",
+        "notices_coalesced",
+        "parent",
+        "request_span",
+        "size_bucket",
+    )
 
     def __init__(self) -> None:
         self.parent: Any = None
@@ -111,7 +122,7 @@ class TelemetryHook:
         self._retry_delay = histogram(S.M_RETRY_DELAY)
         self._operation = histogram(S.M_OPERATION_DURATION)
         self._tokens = histogram(S.M_TOKEN_USAGE, S.TOKEN_BUCKETS)
-        self._dispatch = {
+        self._dispatch: dict[type, Callable[[Any], None]] = {
             RequestStarted: self._request_started,
             AttemptStarted: self._attempt_started,
             Heartbeats: self._heartbeats_seen,

@@ -71,7 +71,7 @@ class DropCountingSpanExporter(_Counting):
     def shutdown(self) -> None:
         try:
             self.inner.shutdown()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.debug("span exporter shutdown failed", exc_info=True)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -113,7 +113,7 @@ class DropCountingMetricExporter(_Counting):
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         try:
             self.inner.shutdown(timeout_millis=timeout_millis, **kwargs)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.debug("metric exporter shutdown failed", exc_info=True)
 
 

@@ -156,7 +156,7 @@ class SimulatedProvider:
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     return
                 lines = head.decode("latin-1").split("\r\n")
-                method, target, _ = (lines[0].split(" ") + ["", ""])[:3]
+                method, target, _ = [*lines[0].split(" "), "", ""][:3]
                 headers = {}
                 for line in lines[1:]:
                     if ":" in line:
@@ -260,7 +260,7 @@ class SimulatedProvider:
         try:
             await asyncio.wait_for(asyncio.shield(probe), seconds)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         finally:
             if not probe.done():

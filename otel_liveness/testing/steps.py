@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Close", "Headers", "HangBeforeHeaders", "Raw", "Reset", "Sleep", "Stall", "Status", "Trickle"]
+__all__ = ["Close", "HangBeforeHeaders", "Headers", "Raw", "Reset", "Sleep", "Stall", "Status", "Trickle"]
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
 import math
 from collections import Counter
@@ -148,7 +149,7 @@ class _Timeline:
     """A hook that keeps what a timeline shows: notices and verdicts."""
 
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self.events: list[SemanticNotice | Verdict] = []
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, (SemanticNotice, Verdict)):
@@ -195,7 +196,7 @@ def analyze(
         if isinstance(event, SemanticNotice):
             items.append({"t": event.at, "what": "notice", "kind": event.kind.value, "semantic_idle": event.semantic_idle,
                           "raw_idle": event.raw_idle, "heartbeats": event.heartbeats_since_semantic})
-        elif event.enforced:
+        elif isinstance(event, Verdict) and event.enforced:
             at = event.at
             items.append({"t": event.at, "what": verdict, "phase": event.phase.value})
     if verdict in ("eof_without_end", "malformed", "read_error") and at is not None:
@@ -325,7 +326,7 @@ def _watchdog(decoded_times: list[float], end_t: float, watchdog: float | None) 
     if watchdog is None:
         return None
     times = [*decoded_times, end_t]
-    for previous, current in zip(times, times[1:]):
+    for previous, current in itertools.pairwise(times):
         if current - previous > watchdog:
             return previous + watchdog
     return None

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..core.policy import Policy
 from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough
-from ._overrides import liveness_policy
 from ._family import Family, family, family_of, keepalive_socket_options
+from ._overrides import liveness_policy
 from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough
 
 __all__ = ["keepalive_socket_options", "liveness_policy", "transport_class", "wrap"]

@@ -89,7 +89,7 @@ class TransportBase:
         url = request.url
         try:
             body: bytes | None = request.content
-        except Exception:  # a streaming request body that was not read
+        except Exception:  # noqa: BLE001 - a streaming request body that was not read (each family's own class)
             body = None
         timeout = (request.extensions.get("timeout") or {}).get("read")
         headers = {k.lower(): v for k, v in request.headers.items()}

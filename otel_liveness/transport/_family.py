@@ -70,9 +70,16 @@ class Family:
         return cls(**kwargs)
 
 
-@cache
-def _combined(ours: type, theirs: type) -> type:
-    return type(ours.__name__, (ours, theirs), {"__module__": ours.__module__, "__qualname__": ours.__qualname__})
+_COMBINED: dict[tuple[type, type], type[E.LivenessError]] = {}
+
+
+def _combined(ours: type[E.LivenessError], theirs: type[BaseException]) -> type[E.LivenessError]:
+    """``ours`` and ``theirs`` in one class (built once per pair)."""
+    cls = _COMBINED.get((ours, theirs))
+    if cls is None:
+        cls = _COMBINED[(ours, theirs)] = type(
+            ours.__name__, (ours, theirs), {"__module__": ours.__module__, "__qualname__": ours.__qualname__})
+    return cls
 
 
 def installed_modules() -> list[ModuleType]:

@@ -46,5 +46,5 @@ def current_policy(base: Policy) -> Policy:
     if not overrides:
         return base
     changes = dict(overrides)
-    policy = changes.pop("__policy__", base)
+    policy: Policy = changes.pop("__policy__", base)
     return policy.replace(**changes) if changes else policy

@@ -57,19 +57,20 @@ class SyncLivenessMixin(TransportBase):
                     try:
                         with self._send_context():
                             response = self._inner.handle_request(self._attempt_request(request, command))
-                    except Exception as exc:
+                    except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
                         command = io_failed(self._family, engine, clock(), exc)
                         continue
                     headers = {k.lower(): v for k, v in response.headers.items()}
                     command = engine.headers(clock(), response.status_code, headers)
                 elif command is READ:
+                    assert response is not None  # READ comes after the headers
                     if iterator is None:
                         iterator = response.stream.__iter__()
                     try:
                         chunk = iterator.__next__()
                     except StopIteration:
                         command = engine.eof(clock())
-                    except Exception as exc:
+                    except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
                         command = io_failed(self._family, engine, clock(), exc)
                     else:
                         command = engine.received(clock(), chunk)
@@ -159,7 +160,7 @@ class SyncLivenessStream:
                             break
                         else:
                             command = engine.eof(clock())
-                    except Exception as exc:
+                    except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
                         command = io_failed(self._family, engine, clock(), exc)
                     if type(command) is Release:
                         if command.data:
@@ -212,7 +213,7 @@ def _install_wakeups(inner: Any) -> None:
     """Wrap the network backend of ``inner``'s httpcore connection pool (a private attribute of
     httpx's and httpx2's transports); transports without one (mocks, custom) are left as they are:
     their deadlines are then the socket timeout's, and notices arrive with the next read."""
-    pool = getattr(inner, "_pool", None)
+    pool: Any = getattr(inner, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if backend is None or isinstance(backend, SyncWakingBackend):
         return
@@ -259,8 +260,10 @@ class SyncWakingStream:
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         engine = _READING.get() or self.watch
+        inner: Any = self._inner
         if engine is None:
-            return self._inner.read(max_bytes, timeout)
+            data: bytes = inner.read(max_bytes, timeout)
+            return data
         clock = SyncBackend.now
         start = now = clock()
         deadline = _INF if timeout is None else now + timeout
@@ -272,9 +275,11 @@ class SyncWakingStream:
             if stop < wake:
                 wake = stop
             if wake >= deadline:
-                return self._inner.read(max_bytes, None if timeout is None else max(deadline - now, 0.001))
+                data = inner.read(max_bytes, None if timeout is None else max(deadline - now, 0.001))
+                return data
             try:
-                return self._inner.read(max_bytes, max(wake - now, 0.001))
+                data = inner.read(max_bytes, max(wake - now, 0.001))
+                return data
             except self._timeout_error:
                 now = clock()
                 if now >= deadline or engine.woke(now, start):
