@@ -8,8 +8,8 @@ Layers (each a subpackage):
 - :mod:`otel_liveness.tools` -- ``otel-liveness analyze`` and other offline tools on the core.
 """
 
-from collections.abc import Callable, Iterable
-from typing import Any
+import collections.abc as _abc
+import typing as _typing
 
 from .core.anthropic import continuation_message, decode_partial
 from .core.errors import (
@@ -39,13 +39,13 @@ from .transport._overrides import liveness_policy
 
 
 def wrap(
-    inner_transport: Any,
+    inner_transport: _typing.Any,
     policy: Policy | None = None,
     *,
-    hooks: Iterable[Callable[[Any], None]] = (),
-    hosts: Iterable[str] | None = None,
+    hooks: _abc.Iterable[_abc.Callable[[_typing.Any], None]] = (),
+    hosts: _abc.Iterable[str] | None = None,
     asynchronous: bool | None = None,
-) -> Any:
+) -> _typing.Any:
     """Wrap an httpx or httpx2 transport (sync or async); see :func:`otel_liveness.transport.wrap`."""
     from .transport import wrap as _wrap
 

@@ -5,9 +5,7 @@ import otel_liveness.core
 
 
 def _isort_style(name: str) -> tuple[int, str]:
-    """CONSTANTS, then Classes, then functions, then dunders (ruff RUF022's order)."""
-    if name.startswith("__"):
-        return 3, name
+    """CONSTANTS, then Classes, then everything else (functions, dunders) -- ruff RUF022's order."""
     return (0 if name.isupper() else 1 if name[0].isupper() else 2), name
 
 

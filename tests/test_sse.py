@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -121,7 +123,7 @@ ANTHROPIC = (
 def test_any_chunking_gives_identical_frames(cuts: list[int]) -> None:
     whole = scan(ANTHROPIC)
     points = sorted(set(cuts))
-    sizes = [b - a for a, b in zip([0, *points], points, strict=True)]
+    sizes = [b - a for a, b in itertools.pairwise([0, *points])]
     assert scan(ANTHROPIC, chunks=sizes) == whole
     assert len(whole) == 6
 
@@ -130,7 +132,7 @@ def test_any_chunking_gives_identical_frames(cuts: list[int]) -> None:
 @given(data=st.binary(max_size=600), cuts=st.lists(st.integers(min_value=0, max_value=600), max_size=20))
 def test_arbitrary_bytes_never_crash_and_are_chunking_invariant(data: bytes, cuts: list[int]) -> None:
     points = sorted({c for c in cuts if c <= len(data)})
-    sizes = [b - a for a, b in zip([0, *points], points, strict=True)]
+    sizes = [b - a for a, b in itertools.pairwise([0, *points])]
     try:
         whole = scan(data, bound=128)
     except FrameTooLarge:

@@ -438,5 +438,5 @@ class AttemptClock:
             raw_idle=max(0.0, at - self.last_raw),
             heartbeats_since_semantic=self.heartbeats_since_semantic,
             phase=self.phase,
-            kind=NoticeKind.SEMANTIC if self.body_started else NoticeKind.PREFILL,
+            kind=NoticeKind.PREFILL if self.first_byte is None or self.started + self.first_byte >= at else NoticeKind.SEMANTIC,
         )

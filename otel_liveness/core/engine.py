@@ -695,7 +695,7 @@ class Engine:
         if attempt.observed is not None:
             return
         attempt.observed = Failure(_failure_kind(verdict), verdict.phase, attempt.committed)
-        self._emit(Verdict(self.report, attempt.index, self.since(now), _TERMINAL_OUTCOME[type(verdict)],
+        self._emit(Verdict(self.report, attempt.index, self.since(min(now, verdict.at)), _TERMINAL_OUTCOME[type(verdict)],
                            verdict.phase, attempt.committed, False))
 
     def _observe_gap(self, now: float, attempt: _Attempt) -> None:
@@ -889,6 +889,7 @@ class Engine:
         max_heartbeat_gap = clock.max_heartbeat_gap
         if clock.adaptive and clock.heartbeat_gaps and self.cadence is not None:
             self.cadence.remember(self.facts.host, max_heartbeat_gap)
+        record.raw_idle = now - clock.last_raw  # before finished(), which counts the end as raw progress
         clock.finished(now)
         record.outcome = outcome
         record.error_type = error_type
@@ -896,7 +897,6 @@ class Engine:
         record.duration = now - clock.started
         record.time_to_first_byte = clock.first_byte
         record.time_to_first_semantic = clock.first_semantic
-        record.raw_idle = now - clock.last_raw
         record.semantic_idle = 0.0 if attempt.done else now - clock.last_semantic
         record.max_raw_gap = clock.max_raw_gap
         record.max_semantic_gap = clock.max_semantic_gap

@@ -1,0 +1,518 @@
+"""The engine driven with bytes and times only -- no sockets, no sleeping -- the way h11's tests
+drive ``Connection``: table-driven over the policy table (docs/configuration.md), plus the rules
+the drivers rely on (one ending per attempt, counts applied before every input, shadow mode)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from otel_liveness import Policy
+from otel_liveness.core import errors as E
+from otel_liveness.core.commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Send, Sleep
+from otel_liveness.core.engine import Engine, IOFailure
+from otel_liveness.core.events import AttemptEnded, Event, RequestEnded, SemanticNotice, Verdict
+from otel_liveness.core.memory import CadenceMemory, ExhaustedCache
+from otel_liveness.core.outcome import AttemptOutcome, Completion, NoticeKind, StopReason
+from otel_liveness.core.request import RequestFacts
+from otel_liveness.testing.scripts import PING, anthropic_error, sse_event
+
+SSE = {"content-type": "text/event-stream"}
+START = sse_event("message_start", {"type": "message_start", "message": {"id": "msg_1", "model": "m"}})
+BLOCK = sse_event("content_block_start", {"type": "content_block_start", "index": 0,
+                                          "content_block": {"type": "text", "text": ""}})
+
+
+def delta(text: str) -> bytes:
+    return sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                             "delta": {"type": "text_delta", "text": text}})
+
+
+STOP_BLOCK = sse_event("content_block_stop", {"type": "content_block_stop", "index": 0})
+FINISH = sse_event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+END = sse_event("message_stop", {"type": "message_stop"})
+REPLY = [START, BLOCK, delta("Hel"), delta("lo"), STOP_BLOCK, FINISH, END]
+
+# Raw bound 1 s, no first-byte phase unless a row asks for it, retries without real waiting.
+POLICY = Policy(raw_idle_timeout=1.0, first_byte_timeout=None, semantic_notice_interval=0.5, backoff_initial=0.01,
+                backoff_max=0.02, max_retry_after=5.0)
+
+
+# -- the harness: a driver with a fake clock ---------------------------------------------------------
+
+# Steps of one attempt, at times relative to the attempt's start:
+#   ("headers", t, status, headers) / ("data", t, bytes) / ("eof", t) / ("reset", t) / ("connect_error", t)
+#   ("silence",) -- nothing more arrives: the read waits and the engine's deadlines decide.
+Step = tuple[Any, ...]
+
+
+@dataclass
+class Outcome:
+    body: bytes = b""
+    status: int | None = None
+    replace: tuple[tuple[str, str], ...] = ()
+    passthrough: bool = False
+    error: BaseException | Fail | None = None
+    sleeps: list[float] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    engine: Engine | None = None
+
+    @property
+    def report(self) -> dict[str, Any]:
+        assert self.engine is not None
+        return self.engine.published
+
+    @property
+    def outcomes(self) -> list[str | None]:
+        return [a["outcome"] for a in self.report["attempts"]]
+
+
+def drive(attempts: Sequence[Sequence[Step]], policy: Policy = POLICY, *, facts: RequestFacts | None = None,
+          provider: str = "anthropic", exhausted: ExhaustedCache[Fail] | None = None,
+          cadence: CadenceMemory | None = None, read_gap: float = 0.0) -> Outcome:
+    """Play ``attempts`` (the last repeats) through an engine as a driver would, reading without
+    pauses (``read_gap``: the caller pauses that long before each body read). Waking reads are
+    modelled as the drivers' network stream does: at the engine's hints."""
+    out = Outcome()
+    engine = Engine(policy, facts or RequestFacts(streaming=True, body_size=1000), 0.0, provider=provider,
+                    hooks=[out.events.append], exhausted=exhausted, cadence=cadence, wall_now=lambda: 1e9)
+    out.engine = engine
+    now = 0.0
+    command: Command | bytes = engine.start(now)
+    index = 0
+    steps: list[Step] = []
+    start = 0.0
+    responded = False
+    while True:
+        if isinstance(command, Send):
+            steps = list(attempts[min(index, len(attempts) - 1)])
+            index += 1
+            base = now
+            start = now
+            command = READ
+            continue
+        if isinstance(command, Sleep):
+            out.sleeps.append(command.seconds)
+            now += command.seconds
+            command = engine.slept(now)
+            continue
+        if isinstance(command, Respond):
+            responded = True
+            out.body += command.first
+            out.replace = command.replace
+            out.passthrough = command.passthrough
+            if command.passthrough:
+                return out
+            command = command.then
+            continue
+        if isinstance(command, Release):
+            out.body += command.data
+            command = command.then
+            continue
+        if isinstance(command, bytes):
+            out.body += command
+            command = READ
+            continue
+        if isinstance(command, (Fail, Reraise)):
+            out.error = command if isinstance(command, Fail) else command.exc
+            return out
+        if command is COMPLETE:
+            return out
+        assert command is READ, command
+        if responded and read_gap:
+            now += read_gap  # the caller kept the bytes waiting
+            start = now
+        step = steps.pop(0) if steps else ("silence",)
+        kind = step[0]
+        at = base + step[1] if len(step) > 1 else float("inf")
+        # The read waits from `start`; it wakes at the engine's hints before the step's time.
+        woke = False
+        while True:
+            wake = min(engine.wake_hint, engine.stop_hint, start + engine.raw_hint)
+            if wake >= at or wake == float("inf"):
+                break
+            if engine.woke(wake, start):
+                now = wake
+                command = engine.timed_out(now, TimeoutError("read timeout"))
+                woke = True
+                break
+            if min(engine.wake_hint, engine.stop_hint, start + engine.raw_hint) <= wake:
+                raise AssertionError("a waking read would spin")
+        if woke:
+            continue
+        assert at != float("inf"), "the stream waits forever: no deadline ends the read"
+        now = max(now, at)
+        if kind == "headers":
+            out.status = step[2]
+            command = engine.headers(now, step[2], step[3] if len(step) > 3 else SSE)
+        elif kind == "data":
+            command = engine.received(now, step[2])
+        elif kind == "eof":
+            command = engine.eof(now)
+        elif kind == "reset":
+            command = engine.io_error(now, IOFailure.READ, ConnectionResetError("reset"))
+        elif kind == "connect_error":
+            command = engine.io_error(now, IOFailure.CONNECT, ConnectionRefusedError("refused"))
+        else:
+            raise AssertionError(step)
+        start = now
+
+
+def stream(parts: Sequence[bytes], *, every: float = 0.1, first: float = 0.05, eof: bool = True) -> list[Step]:
+    """Headers at 0, then each part ``every`` seconds apart, then EOF."""
+    steps: list[Step] = [("headers", 0.0, 200, SSE)]
+    t = first
+    for part in parts:
+        steps.append(("data", t, part))
+        t += every
+    if eof:
+        steps.append(("eof", t))
+    return steps
+
+
+def ok() -> list[Step]:
+    return stream(REPLY)
+
+
+def status(code: int, headers: dict[str, str] | None = None) -> list[Step]:
+    return [("headers", 0.0, code, {"content-type": "application/json", **(headers or {})})]
+
+
+def error_type(out: Outcome) -> type[E.LivenessError]:
+    assert isinstance(out.error, Fail), out.error
+    return out.error.error
+
+
+def field_of(out: Outcome, name: str) -> Any:
+    assert isinstance(out.error, Fail), out.error
+    return out.error.fields[name]
+
+
+# -- the policy table -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "first", "reason"),
+    [
+        ("no byte before the raw bound (dead socket)", [("silence",)], "raw_silence"),
+        ("headers, then silence", [("headers", 0.0, 200, SSE), ("silence",)], "raw_silence"),
+        ("message_start, pings stop", [("headers", 0.0, 200, SSE), ("data", 0.1, START), ("silence",)], "raw_silence"),
+        ("5xx", status(500), "server_error"),
+        ("529", status(529), "overloaded"),
+        ("408", status(408), "request_timeout"),
+        ("409", status(409), "conflict"),
+        ("x-should-retry: true on a 400", status(400, {"x-should-retry": "true"}), "should_retry_header"),
+        ("connection refused", [("connect_error", 0.0)], "connect_error"),
+        ("reset before content", [("headers", 0.0, 200, SSE), ("data", 0.1, START), ("reset", 0.2)], "read_error"),
+        ("in-band overloaded_error", stream([START, anthropic_error("overloaded_error")], eof=False), "overloaded"),
+        ("EOF before content", stream([START]), "eof_before_content"),
+    ],
+)
+def test_failures_before_content_are_retried_invisibly(name: str, first: list[Step], reason: str) -> None:
+    out = drive([first, ok()])
+    assert out.error is None, name
+    assert out.body == b"".join(REPLY)  # only the successful attempt's bytes, exactly once
+    assert out.outcomes[1] == "completed" and out.report["stop_reason"] == "completed"
+    assert out.report["attempts"][0]["retry_reason"] == reason
+    assert len(out.sleeps) == 1
+
+
+def test_rate_limit_is_the_patient_tier_and_honours_retry_after_ms() -> None:
+    limited = status(429, {"retry-after-ms": "1500"})
+    out = drive([limited, limited, limited, limited, ok()])  # more 429s than the transient budget of 3
+    assert out.error is None and out.sleeps == [1.5] * 4
+    assert [a["delay_source"] for a in out.report["attempts"][:4]] == ["retry_after_ms"] * 4
+    assert out.outcomes[:4] == ["rate_limited"] * 4
+
+
+@pytest.mark.parametrize(("code", "headers"), [(400, {}), (401, {}), (404, {}), (500, {"x-should-retry": "false"})])
+def test_rejected_requests_are_not_retried_and_reach_the_caller_as_they_came(code: int, headers: dict[str, str]) -> None:
+    out = drive([status(code, headers), ok()])
+    assert out.passthrough and out.status == code and out.replace == () and out.sleeps == []
+    assert out.report["stop_reason"] == "rejected" and out.outcomes == ["rejected"]
+
+
+def test_an_exhausted_status_is_the_final_response_marked_for_the_sdk() -> None:
+    out = drive([status(529)])
+    assert out.passthrough and out.status == 529 and out.replace == (("x-should-retry", "false"),)
+    assert out.report["stop_reason"] == "exhausted" and len(out.report["attempts"]) == 3
+
+
+def test_exhausted_stream_failures_are_a_typed_provider_error_never_content() -> None:
+    out = drive([[("headers", 0.0, 200, SSE), ("silence",)]])
+    assert error_type(out) is E.ProviderError and out.body == b""
+    assert field_of(out, "attempts") == 3 and field_of(out, "last_cause") == "raw_silence"
+    assert out.report["stop_reason"] == "exhausted"
+
+
+def test_rate_limit_exhaustion_is_rate_limited() -> None:
+    inband = stream([START, anthropic_error("rate_limit_error")], eof=False)
+    out = drive([inband], POLICY.replace(max_rate_limit_attempts=2))
+    assert error_type(out) is E.RateLimited and out.report["stop_reason"] == "rate_limited"
+    assert field_of(out, "last_cause") == "error_event:rate_limit_error"
+
+
+def test_heartbeats_keep_a_thinking_model_alive_with_notices_and_never_fail() -> None:
+    pings = [PING] * 60  # 6 s of pings every 0.1 s: six times the raw bound, twelve notice intervals
+    out = drive([stream([START, *pings, *REPLY[1:]])])
+    assert out.error is None and out.outcomes == ["completed"]
+    notices = [e for e in out.events if isinstance(e, SemanticNotice)]
+    assert len(notices) >= 10 and all(n.kind is NoticeKind.SEMANTIC for n in notices)
+    assert out.report["attempts"][0]["heartbeats"] == 60
+
+
+def test_content_then_silence_is_a_truncation_with_the_exact_prefix() -> None:
+    out = drive([[*stream(REPLY[:4], eof=False), ("silence",)], ok()])
+    assert error_type(out) is E.StreamTruncated and out.sleeps == []  # never retried
+    assert field_of(out, "prefix") == out.body == b"".join(REPLY[:4])
+    assert field_of(out, "released") == len(out.body) and field_of(out, "cause") == "raw_silence"
+    assert field_of(out, "partial")["content"][0]["text"] == "Hello"
+    assert out.report["stop_reason"] == "truncated" and out.outcomes == ["truncated"]
+
+
+def test_in_band_error_after_content_releases_what_came_before_it() -> None:
+    chunk = delta("lo") + anthropic_error("overloaded_error")  # content and the error in one read
+    out = drive([[*stream(REPLY[:3], eof=False), ("data", 0.5, chunk), ("silence",)]])
+    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
+    assert out.body == b"".join(REPLY[:3]) + delta("lo")
+
+
+def test_content_and_error_in_the_first_read_reach_the_caller_then_the_truncation() -> None:
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a") + anthropic_error("api_error"))]])
+    assert error_type(out) is E.StreamTruncated and out.body == START + BLOCK + delta("a")
+
+
+def test_wall_budget_stops_and_reports_the_budget() -> None:
+    slow = stream([START, BLOCK, *[delta("x")] * 50], every=0.3)
+    out = drive([slow], POLICY.replace(wall_timeout=2.0))
+    assert error_type(out) is E.WallTimeout and field_of(out, "budget") == 2.0 and field_of(out, "committed")
+    assert out.report["stop_reason"] == "wall_budget"
+
+
+def test_wall_budget_during_a_backoff_is_not_slept_through() -> None:
+    out = drive([status(429, {"retry-after": "30"})], POLICY.replace(wall_timeout=2.0, max_retry_after=60.0))
+    assert error_type(out) is E.WallTimeout and out.sleeps == [2.0]
+
+
+def test_caller_cancellation_ends_the_attempt_once() -> None:
+    engine = Engine(POLICY, RequestFacts(streaming=True), 0.0, provider="anthropic")
+    events: list[Event] = []
+    engine.hooks = (events.append,)
+    engine.start(0.0)
+    engine.headers(0.1, 200, SSE)
+    engine.abandoned(0.2, KeyboardInterrupt())
+    engine.abandoned(0.3, KeyboardInterrupt())
+    engine.closed(0.4)
+    assert [type(e).__name__ for e in events].count("AttemptEnded") == 1
+    assert [type(e).__name__ for e in events].count("RequestEnded") == 1
+    assert engine.published["stop_reason"] == "cancelled"
+
+
+# -- no false kills ----------------------------------------------------------------------------------
+
+
+def test_a_silent_prefill_four_times_the_raw_bound_completes_in_one_attempt() -> None:
+    policy = POLICY.replace(first_byte_timeout="auto", first_byte_base=1.0, first_byte_per_mib=4.0, first_byte_max=20.0)
+    facts = RequestFacts(streaming=True, body_size=1024 * 1024)  # bound 1 + 4 = 5 s
+    prefill = [("headers", 0.0, 200, SSE), *[("data", 4.0 + i * 0.1, part) for i, part in enumerate(REPLY)],
+               ("eof", 5.0)]
+    out = drive([prefill], policy, facts=facts)
+    assert out.error is None and out.outcomes == ["completed"]
+    attempt = out.report["attempts"][0]
+    assert attempt["first_byte_bound"] == 5.0 and attempt["prefill_notices"] >= 6
+    assert all(e.kind is NoticeKind.PREFILL for e in out.events if isinstance(e, SemanticNotice))
+
+
+def test_a_blackholed_request_is_retried_at_the_first_byte_bound() -> None:
+    policy = POLICY.replace(first_byte_timeout=3.0)
+    out = drive([[("silence",)], ok()], policy)
+    assert out.error is None and len(out.report["attempts"]) == 2
+    first = out.report["attempts"][0]
+    assert first["outcome"] == "raw_silence" and first["error_type"] == "first_byte_timeout"
+    assert first["retry_reason"] == "first_byte_timeout" and first["duration"] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("gap", [2.0, 3.0])  # two and three times the raw bound
+def test_a_paused_reader_is_not_wire_silence(gap: float) -> None:
+    out = drive([stream(REPLY, every=0.0)], read_gap=gap)
+    assert out.error is None and out.body == b"".join(REPLY) and out.outcomes == ["completed"]
+
+
+def test_a_paused_reader_still_finds_a_dead_socket_after_its_pause() -> None:
+    out = drive([[*stream(REPLY[:4], every=0.0, eof=False), ("silence",)]], read_gap=3.0)
+    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "raw_silence"
+    assert out.report["attempts"][0]["raw_idle"] >= 1.0
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_compressed_stream_is_judged_on_its_decoded_bytes(coding: str) -> None:
+    compressor = zlib.compressobj(wbits=31 if coding == "gzip" else 15)
+    pieces = [compressor.compress(part) + compressor.flush(zlib.Z_SYNC_FLUSH) for part in [START, PING, *REPLY[1:]]]
+    pieces[-1] += compressor.flush()
+    out = drive([[("headers", 0.0, 200, {**SSE, "content-encoding": coding}),
+                  *[("data", 0.05 + i * 0.1, p) for i, p in enumerate(pieces)], ("eof", 2.0)]])
+    assert out.error is None and out.body == b"".join(pieces)  # released as they came, for the client to decode
+    attempt = out.report["attempts"][0]
+    assert attempt["heartbeats"] == 1 and attempt["completion"] == "end_frame"
+
+
+def test_a_stall_after_content_under_gzip_carries_the_decoded_prefix() -> None:
+    compressor = zlib.compressobj(wbits=31)
+    pieces = [compressor.compress(part) + compressor.flush(zlib.Z_SYNC_FLUSH) for part in REPLY[:4]]
+    out = drive([[("headers", 0.0, 200, {**SSE, "content-encoding": "gzip"}),
+                  *[("data", 0.05 + i * 0.1, p) for i, p in enumerate(pieces)], ("silence",)], ok()])
+    assert error_type(out) is E.StreamTruncated and out.sleeps == []  # content was released: never retried
+    assert field_of(out, "prefix") == b"".join(REPLY[:4]) and field_of(out, "released") == len(b"".join(pieces))
+    assert zlib.decompressobj(31).decompress(out.body) == b"".join(REPLY[:4])  # what the client decodes
+
+
+@pytest.mark.parametrize("code", [301, 302, 307, 308])
+def test_a_redirect_passes_through_untouched(code: int) -> None:
+    out = drive([[("headers", 0.0, code, {"location": "https://elsewhere/v1/messages"})]])
+    assert out.passthrough and out.status == code and out.sleeps == []
+    assert out.report["stop_reason"] == "redirected" and out.outcomes == ["redirected"]
+
+
+def test_a_json_body_on_a_streaming_request_is_released_not_retried() -> None:
+    body = json.dumps({"id": "msg_1", "content": [{"type": "text", "text": "hi"}]}).encode()
+    out = drive([[("headers", 0.0, 200, {"content-type": "application/json"}), ("data", 0.1, body), ("eof", 0.2)]])
+    assert out.error is None and out.body == body and out.outcomes == ["completed"]
+    assert out.report["attempts"][0]["completion"] == "eof"
+
+
+@pytest.mark.parametrize(
+    ("parts", "completion"),
+    [
+        (REPLY, "end_frame"),
+        ([*REPLY[:-1], END[:-1]], "end_frame"),  # message_stop's lines whole, the closing blank line missing
+        (REPLY[:-1], "finish_then_eof"),  # message_delta's stop reason, then a clean end
+    ],
+)
+def test_whole_replies_complete(parts: list[bytes], completion: str) -> None:
+    out = drive([stream(parts)])
+    assert out.error is None and out.report["attempts"][0]["completion"] == completion
+
+
+def test_a_stream_cut_before_its_finish_is_a_truncation() -> None:
+    out = drive([stream([*REPLY[:4], END[:12]])])
+    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "eof"
+
+
+@pytest.mark.parametrize(
+    ("parts", "completion"),
+    [
+        ([b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n', b"data: [DONE]\n\n"], "end_frame"),
+        ([b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n',
+          b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n'], "finish_then_eof"),
+    ],
+)
+def test_openai_chat_completions(parts: list[bytes], completion: str) -> None:
+    out = drive([stream(parts)], provider="openai-chat")
+    assert out.error is None and out.report["attempts"][0]["completion"] == completion
+
+
+def test_silence_after_the_end_frame_completes() -> None:
+    out = drive([[*stream(REPLY, eof=False), ("silence",)]])
+    assert out.error is None and out.outcomes == ["completed"]
+
+
+# -- learned cadence ---------------------------------------------------------------------------------
+
+ADAPTIVE = POLICY.replace(raw_idle_timeout=60.0, raw_idle_adaptive=True, raw_idle_floor=0.05)
+
+
+def test_learned_cadence_finds_a_dead_socket_within_three_cadences() -> None:
+    pings = [("data", 0.1 + 0.1 * i, PING) for i in range(10)]
+    steps = [("headers", 0.0, 200, SSE), ("data", 0.05, START), *pings, ("data", 1.1, BLOCK), ("data", 1.15, delta("x")),
+             ("silence",)]
+    out = drive([steps], ADAPTIVE)
+    attempt = out.report["attempts"][0]
+    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "raw_silence"
+    assert attempt["raw_bound"] == pytest.approx(0.3) and attempt["duration"] == pytest.approx(1.45)
+
+
+def test_a_single_late_ping_kills_nothing() -> None:
+    times = [0.1 * i for i in range(1, 11)] + [1.0 + 0.25] + [1.25 + 0.1 * i for i in range(1, 5)]
+    steps = [("headers", 0.0, 200, SSE), ("data", 0.05, START), *[("data", t, PING) for t in times]]
+    steps += [("data", times[-1] + 0.05 + 0.01 * i, part) for i, part in enumerate(REPLY[1:])] + [("eof", 3.0)]
+    out = drive([steps], ADAPTIVE)
+    assert out.error is None and out.report["attempts"][0]["max_heartbeat_gap"] == pytest.approx(0.25)
+
+
+def test_recent_attempts_to_the_host_only_widen_the_learned_bound() -> None:
+    memory = CadenceMemory()
+    memory.remember("api.example", 0.5)
+    facts = RequestFacts(streaming=True, host="api.example")
+    pings = [("data", 0.1 + 0.1 * i, PING) for i in range(5)]
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.05, START), *pings, ("silence",)], ok()], ADAPTIVE,
+                facts=facts, cadence=memory)
+    assert out.report["attempts"][0]["raw_bound"] == pytest.approx(1.5)  # 3 x 0.5 remembered, not 3 x 0.1
+    assert memory.learned("api.example") == 0.5
+
+
+def test_shadow_mode_reports_what_the_learned_bound_would_have_done() -> None:
+    pings = [("data", 0.1 + 0.1 * i, PING) for i in range(5)]
+    steps = [("headers", 0.0, 200, SSE), ("data", 0.05, START), *pings, ("data", 2.0, BLOCK),
+             *[("data", 2.1 + 0.1 * i, part) for i, part in enumerate(REPLY[2:])], ("eof", 3.0)]
+    out = drive([steps], ADAPTIVE.replace(shadow=True))
+    verdicts = [e for e in out.events if isinstance(e, Verdict)]
+    assert out.error is None and out.body == b"".join([START, PING * 5, *REPLY[1:]])  # nothing held or cut
+    assert [(v.kind, v.enforced) for v in verdicts] == [(AttemptOutcome.RAW_SILENCE, False)]
+    assert verdicts[0].at == pytest.approx(0.5 + 0.3)
+
+
+# -- the engine's own rules ------------------------------------------------------------------------
+
+
+def test_every_input_applies_the_lane_counts_first() -> None:
+    public = [name for name, member in inspect.getmembers(Engine, inspect.isfunction) if not name.startswith("_")]
+    inputs = [name for name in public if name not in ("raw_bound", "since")]
+    assert inputs and all(getattr(getattr(Engine, name), "__liveness_input__", False) for name in inputs), inputs
+
+
+def test_each_attempt_and_the_request_end_exactly_once_whatever_happens() -> None:
+    for attempts in ([status(529)], [[*stream(REPLY[:4], eof=False), ("silence",)]], [ok()], [[("silence",)]]):
+        out = drive(attempts)
+        ended = [e for e in out.events if isinstance(e, AttemptEnded)]
+        assert len(ended) == len(out.report["attempts"]) == len({e.record.index for e in ended})
+        assert sum(isinstance(e, RequestEnded) for e in out.events) == 1
+
+
+def test_an_sdk_retry_of_an_exhausted_request_gets_the_same_error_without_an_attempt() -> None:
+    cache: ExhaustedCache[Fail] = ExhaustedCache()
+    facts = RequestFacts(streaming=True, key="k", sdk_retry=False)
+    first = drive([[("silence",)]], facts=facts, exhausted=cache)
+    again = Engine(POLICY, RequestFacts(streaming=True, key="k", sdk_retry=True), 1.0, provider="anthropic",
+                   exhausted=cache)
+    assert again.start(1.0) == first.error and again.report.attempts == []
+
+
+def test_a_frame_over_the_bound_is_a_typed_malformed_error() -> None:
+    out = drive([stream([b"data: " + b"a" * 5000])], POLICY.replace(max_frame_bytes=1024))
+    assert error_type(out) is E.FrameTooLarge and out.report["stop_reason"] == "malformed"
+
+
+def test_shadow_mode_holds_nothing_and_enforces_nothing() -> None:
+    out = drive([[*stream(REPLY[:4], eof=False), ("data", 5.0, b"".join(REPLY[4:])), ("eof", 5.1)]],
+                POLICY.replace(shadow=True))
+    assert out.error is None and out.body == b"".join(REPLY)
+    verdicts = [(v.kind, v.enforced, v.committed) for v in out.events if isinstance(v, Verdict)]
+    assert verdicts == [(AttemptOutcome.RAW_SILENCE, False, True)]
+    assert out.report["stop_reason"] == StopReason.TRUNCATED and out.report["attempts"][0]["completion"] is None
+
+
+def test_the_published_report_is_refreshed_in_place() -> None:
+    engine = Engine(POLICY, RequestFacts(streaming=True), 0.0, provider="anthropic")
+    published = engine.published
+    engine.start(0.0)
+    engine.headers(0.1, 200, SSE)
+    assert isinstance(engine.received(0.2, b"".join(REPLY)), Respond)
+    assert published["stop_reason"] is None
+    assert engine.eof(0.3) is COMPLETE and published["stop_reason"] == "completed"
+    assert published["attempts"][0]["completion"] == Completion.END_FRAME
