@@ -48,6 +48,7 @@ from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Re
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
 from .events import (
     AttemptEnded,
+    CaptureItem,
     AttemptStarted,
     Event,
     Heartbeats,
@@ -140,11 +141,8 @@ class _Attempt:
         self.prefix: list[bytes] = []  # released bytes (references), up to max_prefix_bytes
         self.prefix_room = policy.max_prefix_bytes
         self.released = 0
-        #: The flight recorder's capture (``Policy.capture_dir``): (seconds since the attempt began,
-        #: a body chunk | the status when headers came | ``None`` at the end of the body | a marker:
-        #: ``"connect_error"``/``"read_error"`` (the connection failed), ``"end"`` (the attempt ended
-        #: otherwise: nothing after it was read)).
-        self.capture: list[tuple[float, bytes | int | str | None]] | None = [] if policy.capture_dir else None
+        #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`).
+        self.capture: list[tuple[float, CaptureItem]] | None = [] if policy.capture_dir else None
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self.lane = Lane(engine.profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
         self.error: Failure | None = None  # an in-band error frame arrived
@@ -259,7 +257,8 @@ class Engine:
         attempt = self._current()
         attempt.clock.headers(now)
         if attempt.capture is not None:
-            attempt.capture.append((now - attempt.clock.started, status))
+            attempt.capture.append((now - attempt.clock.started, {"status": status, **{
+                k: headers[k] for k in ("content-type", "content-encoding") if k in headers}}))
         record = attempt.record
         record.status = status
         record.request_id = (headers.get("request-id") or headers.get("x-request-id") or "")[:128] or None
@@ -874,7 +873,7 @@ class Engine:
             attempt.ended = True
             attempt.lane.close()
             capture = attempt.capture
-            if capture is not None and (not capture or capture[-1][1] is not None):
+            if capture is not None and (not capture or not (capture[-1][1] is None or isinstance(capture[-1][1], str))):
                 capture.append((now - attempt.clock.started, "end"))
             self._finish_record(now, attempt, outcome, error_type)
             self._emit(AttemptEnded(self.report, attempt.record, attempt.capture))

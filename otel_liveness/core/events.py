@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AttemptEnded",
+    "CaptureItem",
     "AttemptStarted",
     "Event",
     "Heartbeats",
@@ -28,6 +29,13 @@ __all__ = [
     "SemanticNotice",
     "Verdict",
 ]
+
+
+#: One record of an attempt's capture: a body chunk (``bytes``); the response headers that
+#: matter for judging it (``{"status": int, "content-type": str, "content-encoding": str}``);
+#: ``None`` when the body ended; ``"read_error"`` / ``"connect_error"`` when the connection failed;
+#: ``"end"`` when the attempt ended otherwise (nothing was read after).
+CaptureItem = bytes | Mapping[str, str | int] | str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +113,10 @@ class RetryScheduled:
 class AttemptEnded:
     report: RequestReport
     record: AttemptRecord
-    #: The flight recorder's capture of the attempt (``Policy.capture_dir`` set; see
-    #: ``otel_liveness.transport._recorder`` for its format). Holds content: only the recorder
+    #: The flight recorder's capture of the attempt (``Policy.capture_dir`` set): (seconds since
+    #: the attempt's request was sent, :data:`CaptureItem`). Holds content: only the recorder
     #: should read it. ``None`` when not capturing.
-    capture: Sequence[tuple[float, bytes | int | str | None]] | None = None
+    capture: Sequence[tuple[float, CaptureItem]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

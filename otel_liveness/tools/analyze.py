@@ -8,8 +8,9 @@ Capture format (JSON Lines, written by the flight recorder, ``Policy.capture_dir
     {"t": 912.4, "eof": true}
 
 ``t`` is seconds since the attempt's request was sent, non-decreasing. ``data`` is UTF-8 text,
-``b64`` raw bytes; ``headers`` the response status (optional: without it, headers are taken to
-arrive with the first body record); the last record may be ``eof`` (the body ended),
+``b64`` raw bytes; ``headers`` the response status, with ``content_type`` and
+``content_encoding`` when the response had them (optional: without it, a ``text/event-stream``
+200 is taken to arrive with the first body record); the last record may be ``eof`` (the body ended),
 ``error`` (``read_error``/``connect_error``: the connection failed) or ``end`` (the attempt ended
 without either: nothing was read after it, e.g. a verdict of silence).
 
@@ -28,14 +29,14 @@ import itertools
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Sleep
 from ..core.engine import Engine, IOFailure
 from ..core.errors import MalformedStream
-from ..core.events import Event, SemanticNotice, Verdict
+from ..core.events import CaptureItem, Event, SemanticNotice, Verdict
 from ..core.outcome import AttemptOutcome, AttemptRecord, FrameKind
 from ..core.policy import Policy
 from ..core.providers import StreamFacts, profile_for
@@ -46,6 +47,7 @@ __all__ = ["VERDICTS", "CaptureError", "Chunk", "analyze", "parse_capture", "ren
 
 VERDICTS = (
     "completed",
+    "redirected",
     "first_byte_timeout",
     "raw_silence",
     "semantic_timeout",
@@ -65,14 +67,16 @@ class CaptureError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One capture record: ``data`` is body bytes, the status (``int``, headers), ``None`` (the
-    body ended) or a marker string (``"end"``, ``"read_error"``, ``"connect_error"``)."""
+    """One capture record (:data:`~otel_liveness.core.events.CaptureItem`): body bytes, the
+    headers (a mapping with ``status``), ``None`` (the body ended) or a marker string
+    (``"end"``, ``"read_error"``, ``"connect_error"``)."""
 
     t: float
-    data: bytes | int | str | None
+    data: CaptureItem
 
 
 _MARKERS = ("read_error", "connect_error")
+_SSE_200: dict[str, str | int] = {"status": 200, "content-type": "text/event-stream"}
 
 
 def parse_capture(lines: Iterable[str]) -> list[Chunk]:
@@ -107,7 +111,11 @@ def parse_capture(lines: Iterable[str]) -> list[Chunk]:
         elif record.get("error") in _MARKERS:
             chunks.append(Chunk(last_t, str(record["error"])))
         elif isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
-            chunks.append(Chunk(last_t, status))
+            headers: dict[str, str | int] = {"status": status}
+            for name in ("content_type", "content_encoding"):
+                if isinstance(record.get(name), str):
+                    headers[name.replace("_", "-")] = record[name]
+            chunks.append(Chunk(last_t, headers))
         elif isinstance(record.get("data"), str):
             chunks.append(Chunk(last_t, record["data"].encode("utf-8")))
         elif isinstance(record.get("b64"), str):
@@ -125,6 +133,8 @@ def verdict_of(record: AttemptRecord, cause: str | None) -> str:
     outcome = record.outcome
     if outcome is AttemptOutcome.COMPLETED:
         return "completed"
+    if outcome is AttemptOutcome.REDIRECTED:
+        return "redirected"
     if outcome is AttemptOutcome.MALFORMED:
         return "malformed"
     if outcome is AttemptOutcome.WALL_BUDGET:
@@ -232,11 +242,11 @@ def _replay(engine: Engine, chunks: list[Chunk]) -> float:
     headers_seen = False
     for chunk in chunks:
         if isinstance(chunk.data, bytes) and not headers_seen:
-            command = _deliver(engine, start, Chunk(chunk.t, 200))  # a capture without its headers record
+            command = _deliver(engine, start, Chunk(chunk.t, _SSE_200))  # a capture without its headers record
             headers_seen = True
             if _over(engine, command):
                 return chunk.t
-        headers_seen = headers_seen or isinstance(chunk.data, int)
+        headers_seen = headers_seen or isinstance(chunk.data, Mapping)
         command = _deliver(engine, start, chunk)
         if _over(engine, command):
             return engine.since(_end_time(engine, chunk.t))
@@ -259,8 +269,9 @@ def _deliver(engine: Engine, start: float, chunk: Chunk) -> Command | bytes:
         if min(engine.wake_hint, engine.stop_hint, start + engine.raw_hint) <= wake:
             break  # nothing more falls due before the record
     data = chunk.data
-    if isinstance(data, int):
-        return engine.headers(t, data, {"content-type": "text/event-stream"})
+    if isinstance(data, Mapping):
+        headers = {k: str(v) for k, v in data.items() if k != "status"}
+        return engine.headers(t, int(data["status"]), headers)
     if data is None:
         return engine.eof(t)
     if data == "end":

@@ -1,7 +1,8 @@
 """The flight recorder: a hook that writes the timestamped capture of every attempt that did not
 complete, for ``otel-liveness analyze`` (``Policy.capture_dir``; holds content, off by default).
 
-Format (JSON Lines): ``{"t": s, "headers": status}``, then one record per body read --
+Format (JSON Lines): ``{"t": s, "headers": status, "content_type": ..., "content_encoding": ...}``
+(the two last only when the response had them), then one record per body read --
 ``{"t": s, "data": "<utf-8>"}`` or ``{"t": s, "b64": "<base64>"}`` -- then ``{"t": s, "eof": true}``
 when the body ended, ``{"t": s, "error": "read_error"|"connect_error"}`` when the connection
 failed, or ``{"t": s, "end": true}`` when the attempt ended otherwise (nothing was read after);
@@ -15,9 +16,9 @@ import json
 import logging
 import os
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
-from ..core.events import AttemptEnded, Event
+from ..core.events import AttemptEnded, CaptureItem, Event
 from ..core.outcome import AttemptOutcome
 
 __all__ = ["FlightRecorder", "capture_lines"]
@@ -25,14 +26,17 @@ __all__ = ["FlightRecorder", "capture_lines"]
 log = logging.getLogger("otel_liveness")
 
 
-def capture_lines(capture: Sequence[tuple[float, bytes | int | str | None]]) -> Iterator[str]:
+def capture_lines(capture: Sequence[tuple[float, CaptureItem]]) -> Iterator[str]:
     """The JSON Lines of a capture (see the module docstring)."""
     for t, data in capture:
         record: dict[str, object] = {"t": round(t, 6)}
         if data is None:
             record["eof"] = True
-        elif isinstance(data, int):
-            record["headers"] = data
+        elif isinstance(data, Mapping):
+            record["headers"] = data["status"]
+            for name in ("content-type", "content-encoding"):
+                if name in data:
+                    record[name.replace("-", "_")] = data[name]
         elif data == "end":
             record["end"] = True
         elif isinstance(data, str):

@@ -1,0 +1,89 @@
+"""``otel-liveness analyze`` and the wire cannot disagree: every attempt of a matrix of wire
+scenarios is captured by the flight recorder, written as the recorder writes it, parsed back and
+replayed through ``analyze`` with the same policy; the verdict must be the one the transport
+reached on the wire."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import zlib
+from typing import Any
+
+import pytest
+
+from otel_liveness.core.events import AttemptEnded, Event
+from otel_liveness.testing import anthropic_reply
+from otel_liveness.testing import steps as s
+from otel_liveness.testing.scripts import PING, anthropic_error, anthropic_status, openai_chat_reply
+from otel_liveness.tools.analyze import analyze, parse_capture, verdict_of
+from otel_liveness.transport._recorder import capture_lines
+
+from .clients import BODY, run
+from .conftest import FAST
+
+REPLY = anthropic_reply("abcdef", deltas=3)
+RAW = b"".join(step.data for step in REPLY if isinstance(step, s.Raw))
+
+
+def gzip_steps() -> list[Any]:
+    compressor = zlib.compressobj(wbits=31)
+    pieces = [compressor.compress(step.data) + compressor.flush(zlib.Z_SYNC_FLUSH) for step in REPLY if isinstance(step, s.Raw)]
+    return [s.Headers(headers=(("content-encoding", "gzip"),)), *[s.Raw(p) for p in pieces[:4]], s.Stall()]
+
+
+# name -> (attempt scripts, policy changes, path)
+SCENARIOS: dict[str, tuple[list[list[Any]], dict[str, Any], str]] = {
+    "completes": ([[s.Headers(), *REPLY]], {}, "/v1/messages"),
+    "long think": ([[s.Headers(), *anthropic_reply("ok", think_pings=6, ping_every=5.0)]], {}, "/v1/messages"),
+    "dead before headers": ([[s.HangBeforeHeaders()], [s.Headers(), *REPLY]], {}, "/v1/messages"),
+    "first-byte timeout": ([[s.HangBeforeHeaders()], [s.Headers(), *REPLY]], {"first_byte_timeout": 0.4},
+                           "/v1/messages"),
+    "silent after message_start": ([[s.Headers(), REPLY[0], s.Stall()], [s.Headers(), *REPLY]], {}, "/v1/messages"),
+    "stall after content": ([[s.Headers(), *REPLY[:4], s.Stall()]], {}, "/v1/messages"),
+    "in-band error before content": ([[s.Headers(), REPLY[0], s.Raw(anthropic_error("overloaded_error"))],
+                                      [s.Headers(), *REPLY]], {}, "/v1/messages"),
+    "in-band error after content": ([[s.Headers(), *REPLY[:4], s.Raw(anthropic_error("api_error"))]], {},
+                                    "/v1/messages"),
+    "rejected in-band": ([[s.Headers(), REPLY[0], s.Raw(anthropic_error("invalid_request_error"))]], {},
+                         "/v1/messages"),
+    "reset after content": ([[s.Headers(), *REPLY[:4], s.Sleep(5.0), s.Reset()]], {}, "/v1/messages"),
+    "eof before content": ([[s.Headers(), REPLY[0], s.Close()], [s.Headers(), *REPLY]], {}, "/v1/messages"),
+    "eof after content": ([[s.Headers(), *REPLY[:4], s.Close()]], {}, "/v1/messages"),
+    "529 then success": ([[anthropic_status(529, "overloaded_error")], [s.Headers(), *REPLY]], {}, "/v1/messages"),
+    "400": ([[anthropic_status(400, "invalid_request_error")]], {}, "/v1/messages"),
+    "semantic timeout": ([[s.Headers(), REPLY[0], *[s.Raw(PING), s.Sleep(5.0)] * 20]],
+                         {"semantic_timeout": 0.3, "raw_idle_timeout": 3.0, "max_attempts": 1}, "/v1/messages"),
+    "gzip stall after content": ([gzip_steps()], {}, "/v1/messages"),
+    "openai chat": ([[s.Headers(), *openai_chat_reply("hello", deltas=2)]], {}, "/v1/chat/completions"),
+    "giant frame": ([[s.Headers(), s.Raw(b"data: " + b"a" * 5000)]], {"max_frame_bytes": 1024}, "/v1/messages"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("variant", [("httpx2", None), ("httpx2", "asyncio")], ids=["sync", "asyncio"])
+def test_analyze_replays_every_attempt_to_the_wire_verdict(name: str, variant: tuple[str, str | None], provider: Any,
+                                                          tmp_path: pathlib.Path) -> None:
+    scripts, changes, path = SCENARIOS[name]
+    policy = FAST.replace(capture_dir=str(tmp_path), **changes)
+    ended: list[AttemptEnded] = []
+
+    def keep(event: Event) -> None:
+        if isinstance(event, AttemptEnded):
+            ended.append(event)
+
+    url = provider.add(name.replace(" ", "-"), scripts)
+    result = run(variant, policy, url + path, hooks=[keep])
+    assert ended, result.error
+    body_size = len(json.dumps(BODY).encode())
+    provider_name = ended[0].report.provider
+    for event in ended:
+        assert event.capture is not None
+        wire = verdict_of(event.record, None)
+        lines = list(capture_lines(event.capture))  # as the recorder writes it
+        replay = analyze(parse_capture(lines), provider=provider_name, policy=policy, body_size=body_size)
+        assert replay["verdict"] == wire, (event.record.index, lines)
+        assert replay["committed"] == event.record.committed
+    # The recorder wrote every attempt that did not complete, and each file replays the same way.
+    files = sorted(tmp_path.glob("*.jsonl"))
+    assert len(files) == sum(1 for e in ended if e.record.outcome.value != "completed")  # type: ignore[union-attr]
