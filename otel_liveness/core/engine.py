@@ -48,8 +48,8 @@ from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Re
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
 from .events import (
     AttemptEnded,
-    CaptureItem,
     AttemptStarted,
+    CaptureItem,
     Event,
     Heartbeats,
     Hook,

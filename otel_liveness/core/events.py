@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AttemptEnded",
-    "CaptureItem",
     "AttemptStarted",
+    "CaptureItem",
     "Event",
     "Heartbeats",
     "Hook",
