@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,31 +39,39 @@ class PlainClient:
         return otel_liveness.wrap(inner, self.policy, hooks=self.hooks)
 
     async def post(self, url: str, body: dict[str, Any] | None = None, *, read_limit: int | None = None,
-                   headers: dict[str, str] | None = None) -> Result:
-        """POST and read the body (at most ``read_limit`` bytes, then close early)."""
+                   headers: dict[str, str] | None = None, pause: float = 0.0, decoded: bool = False,
+                   follow_redirects: bool = False) -> Result:
+        """POST and read the body (at most ``read_limit`` bytes, then close early). ``pause``: the
+        caller stops reading that long after each chunk (async: blocking its event loop);
+        ``decoded``: read content-decoded bytes rather than raw ones."""
         payload = json.dumps(body if body is not None else BODY).encode()
         hdrs = {"content-type": "application/json", "x-api-key": "sk-ant-SECRET-KEY", **(headers or {})}
         result = Result(events=self.events)
         if self.is_async:
-            async with self.x.AsyncClient(transport=self._transport(), timeout=30) as client:
+            async with self.x.AsyncClient(transport=self._transport(), timeout=30,
+                                          follow_redirects=follow_redirects) as client:
                 try:
                     async with client.stream("POST", url, content=payload, headers=hdrs) as response:
                         self._head(result, response)
-                        async for chunk in response.aiter_raw():
+                        async for chunk in (response.aiter_bytes() if decoded else response.aiter_raw()):
                             result.body += chunk
                             if read_limit is not None and len(result.body) >= read_limit:
                                 break
+                            if pause:
+                                time.sleep(pause)  # a blocked event loop, not an await
                 except Exception as exc:
                     result.error = exc
         else:
-            with self.x.Client(transport=self._transport(), timeout=30) as client:
+            with self.x.Client(transport=self._transport(), timeout=30, follow_redirects=follow_redirects) as client:
                 try:
                     with client.stream("POST", url, content=payload, headers=hdrs) as response:
                         self._head(result, response)
-                        for chunk in response.iter_raw():
+                        for chunk in (response.iter_bytes() if decoded else response.iter_raw()):
                             result.body += chunk
                             if read_limit is not None and len(result.body) >= read_limit:
                                 break
+                            if pause:
+                                time.sleep(pause)
                 except Exception as exc:
                     result.error = exc
         return result

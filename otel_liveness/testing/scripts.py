@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from .steps import Raw, Sleep, Status
+from .steps import Headers, Raw, Sleep, Status
 
-__all__ = ["anthropic_error", "anthropic_reply", "openai_chat_reply", "sse_event"]
+__all__ = ["PING", "anthropic_error", "anthropic_reply", "compressed", "openai_chat_reply", "sse_event"]
 
 
 def sse_event(event: str | None, payload: Any) -> bytes:
@@ -17,6 +20,21 @@ def sse_event(event: str | None, payload: Any) -> bytes:
 
 
 PING = sse_event("ping", {"type": "ping"})
+
+
+def compressed(steps: Sequence[Any], coding: str = "gzip") -> list[Any]:
+    """``steps`` as a compressing provider or proxy sends them: ``Content-Encoding: <coding>``
+    (``gzip`` or ``deflate``) on the headers, each ``Raw`` step compressed and flushed so that it
+    can be decoded on arrival (what a streaming gzip proxy does)."""
+    compressor = zlib.compressobj(wbits=31 if coding == "gzip" else 15)
+    out: list[Any] = []
+    for step in steps:
+        if isinstance(step, Headers):
+            step = replace(step, headers=(*step.headers, ("content-encoding", coding)))
+        elif isinstance(step, Raw):
+            step = Raw(compressor.compress(step.data) + compressor.flush(zlib.Z_SYNC_FLUSH))
+        out.append(step)
+    return out
 
 
 def anthropic_reply(
