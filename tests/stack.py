@@ -71,7 +71,7 @@ class Collector:
             "OTELCOL_HEALTH_ENDPOINT": f"127.0.0.1:{self.ports['health']}",
             "OTELCOL_SELF_METRICS_HOST": "127.0.0.1",
             "OTELCOL_SELF_METRICS_PORT": str(self.ports["self"]),
-            "OTELCOL_TRACES_ENDPOINT": f"127.0.0.1:{free_port()}",  # no traces backend: export fails, logged
+            "OTELCOL_TRACES_ENDPOINT": f"http://127.0.0.1:{free_port()}",  # no traces backend: export fails, logged
             "OTELCOL_SPANMETRICS_FLUSH": "1s",
             "OTELCOL_BATCH_TIMEOUT": "200ms",
             "OTELCOL_TAIL_DECISION_WAIT": "1s",
@@ -177,3 +177,45 @@ class Prometheus:
                 return value
             time.sleep(0.5)
         raise AssertionError(f"{expr} = {value} did not satisfy the condition within {timeout}s")
+
+
+def run_fleet(otlp: str, jobs: list[list[str]], *, service: str = "fleet-agent", parallel: int = 3,
+              rounds: int = 1, model: str = "claude-sim-1", time_scale: float = 0.01,
+              export_interval_ms: int = 5000, timeout: float = 600.0) -> list[dict[str, Any]]:
+    """Run one short-lived process (tests/fleet_worker.py) per entry of ``jobs`` (its scenario names),
+    ``parallel`` at a time; return each process's own account of what it did."""
+    import sys
+
+    pending = list(enumerate(jobs))
+    running: list[tuple[int, subprocess.Popen[str]]] = []
+    results: dict[int, dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout
+    while pending or running:
+        while pending and len(running) < parallel:
+            i, names = pending.pop(0)
+            cmd = [sys.executable, "-m", "tests.fleet_worker", "--otlp", otlp, "--service", service,
+                   "--rounds", str(rounds), "--model", model, "--time-scale", str(time_scale),
+                   "--export-interval-ms", str(export_interval_ms)]
+            for name in names:
+                cmd += ["--scenario", name]
+            running.append((i, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                                text=True)))
+        for i, proc in list(running):
+            if proc.poll() is not None:
+                out = proc.stdout.read() if proc.stdout else ""
+                if proc.returncode != 0:
+                    raise RuntimeError(f"fleet worker {i} exited {proc.returncode}")
+                results[i] = json.loads(out)
+                running.remove((i, proc))
+        if time.monotonic() > deadline:
+            for _, proc in running:
+                proc.kill()
+            raise TimeoutError("fleet did not finish")
+        time.sleep(0.05)
+    return [results[i] for i in range(len(jobs))]
+
+
+def fleet_total(results: list[dict[str, Any]], key: str = "attempts", outcome: str | None = None) -> int:
+    if outcome is not None:
+        return sum(r[key].get(outcome, 0) for r in results)
+    return sum(sum(r[key].values()) for r in results)
