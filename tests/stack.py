@@ -59,7 +59,8 @@ def wait_http(url: str, timeout: float = 30.0) -> None:
 
 class Collector:
     def __init__(self, binary: str, tmp: pathlib.Path, config: pathlib.Path | None = None,
-                 ports: dict[str, int] | None = None) -> None:
+                 ports: dict[str, int] | None = None, name: str = "otelcol", env: dict[str, str] | None = None) -> None:
+        self.name = name
         self.binary = binary
         self.config = config or ROOT / "collector" / "config.yaml"
         self.ports = ports or {name: free_port() for name in ("grpc", "http", "prom", "health", "self")}
@@ -75,8 +76,9 @@ class Collector:
             "OTELCOL_SPANMETRICS_FLUSH": "1s",
             "OTELCOL_BATCH_TIMEOUT": "200ms",
             "OTELCOL_TAIL_DECISION_WAIT": "1s",
+            **(env or {}),
         }
-        self.log = tmp / "otelcol.log"
+        self.log = tmp / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
