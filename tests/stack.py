@@ -94,9 +94,20 @@ class Collector:
             raise RuntimeError("collector did not start:\n" + self.log.read_text()[-3000:]) from None
         return self
 
-    def scrape(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.ports['prom']}/metrics", timeout=5) as response:
+    def scrape(self, openmetrics: bool = False) -> str:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.ports['prom']}/metrics")
+        if openmetrics:  # exemplars are only in the OpenMetrics format
+            request.add_header("Accept", "application/openmetrics-text; version=1.0.0")
+        with urllib.request.urlopen(request, timeout=5) as response:
             return response.read().decode()
+
+    @property
+    def prom_target(self) -> str:
+        return f"127.0.0.1:{self.ports['prom']}"
+
+    @property
+    def self_target(self) -> str:
+        return f"127.0.0.1:{self.ports['self']}"
 
     def stop(self) -> None:
         terminate(self.proc)
@@ -129,17 +140,27 @@ def scaled_rules(tmp: pathlib.Path, factor: int = 30) -> pathlib.Path:
 
 
 class Prometheus:
-    def __init__(self, tmp: pathlib.Path, target: str, rules: pathlib.Path) -> None:
+    """Debian's prometheus on loopback: job ``otelcol`` scrapes the gateways' exporters (honor_labels),
+    job ``otelcol-self`` the collectors' own metrics, as collector/prometheus.yml does."""
+
+    def __init__(self, tmp: pathlib.Path, target: str | list[str], rules: pathlib.Path, *,
+                 self_targets: list[str] | None = None, alertmanager: str | None = None,
+                 runbook_base_url: str = "https://runbooks.example.test/otel-liveness/operations.md") -> None:
         self.port = free_port()
         self.dir = tmp / "prometheus"
         self.dir.mkdir(exist_ok=True)
         self.config = self.dir / "prometheus.yml"
-        self.config.write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            f"rule_files:\n  - {rules}\n"
-            "scrape_configs:\n  - job_name: otelcol\n    honor_labels: true\n"
-            f"    static_configs:\n      - targets: ['{target}']\n"
-        )
+        targets = [target] if isinstance(target, str) else target
+        text = ("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                f"  external_labels:\n    runbook_base_url: {runbook_base_url}\n"
+                f"rule_files:\n  - {rules}\n")
+        if alertmanager:
+            text += f"alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['{alertmanager}']\n"
+        text += ("scrape_configs:\n  - job_name: otelcol\n    honor_labels: true\n"
+                 f"    static_configs:\n      - targets: {json.dumps(targets)}\n")
+        if self_targets:
+            text += f"  - job_name: otelcol-self\n    static_configs:\n      - targets: {json.dumps(self_targets)}\n"
+        self.config.write_text(text)
         self.log = tmp / "prometheus.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -168,6 +189,13 @@ class Prometheus:
 
     def value(self, expr: str) -> float | None:
         result = self.query(expr)
+        return float(result[0]["value"][1]) if result else None
+
+    def at(self, expr: str, when: float) -> float | None:
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": when})
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = json.load(response)
+        result = body["data"]["result"]
         return float(result[0]["value"][1]) if result else None
 
     def wait_value(self, expr: str, predicate: Any, timeout: float = 40.0) -> float | None:
@@ -221,3 +249,89 @@ def fleet_total(results: list[dict[str, Any]], key: str = "attempts", outcome: s
     if outcome is not None:
         return sum(r[key].get(outcome, 0) for r in results)
     return sum(sum(r[key].values()) for r in results)
+
+
+class Alertmanager:
+    """Debian's prometheus-alertmanager on loopback with the shipped collector/alertmanager.yml,
+    its ``pages`` receiver pointed at a local webhook; ``scale`` divides its grouping waits."""
+
+    def __init__(self, tmp: pathlib.Path, webhook: str, scale: int = 1) -> None:
+        import yaml
+
+        self.port = free_port()
+        self.dir = tmp / "alertmanager"
+        self.dir.mkdir(exist_ok=True)
+        config = yaml.safe_load((ROOT / "collector" / "alertmanager.yml").read_text())
+        for receiver in config["receivers"]:
+            if receiver["name"] == "pages":
+                receiver["webhook_configs"] = [{"url": webhook, "send_resolved": False}]
+        route = config["route"]
+        units = {"s": 1, "m": 60, "h": 3600}
+        for key in ("group_wait", "group_interval", "repeat_interval"):
+            value = route[key]
+            route[key] = f"{max(1, int(value[:-1]) * units[value[-1]] // scale)}s"
+        self.config = self.dir / "alertmanager.yml"
+        self.config.write_text(yaml.safe_dump(config))
+        self.log = tmp / "alertmanager.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> Alertmanager:
+        binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager") or "/usr/bin/prometheus-alertmanager"
+        self.proc = subprocess.Popen(
+            [binary, f"--config.file={self.config}", f"--storage.path={self.dir / 'data'}",
+             f"--web.listen-address={self.address}", "--cluster.listen-address="],
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        try:
+            wait_http(f"http://{self.address}/-/ready")
+        except TimeoutError:
+            raise RuntimeError("alertmanager did not start:\n" + self.log.read_text()[-3000:]) from None
+        return self
+
+    def stop(self) -> None:
+        terminate(self.proc)
+        self.proc = None
+
+
+class Webhook:
+    """A local webhook receiver: every notification Alertmanager posts, with its arrival time."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.received: list[tuple[float, dict[str, Any]]] = []
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                hook.received.append((time.time(), json.loads(body)))
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/page"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def scrape_families(text: str) -> dict[str, int]:
+    """Series per metric name in a Prometheus/OpenMetrics exposition."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name = re.split(r"[{ ]", line, maxsplit=1)[0]
+            counts[name] = counts.get(name, 0) + 1
+    return counts
