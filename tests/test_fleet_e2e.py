@@ -206,8 +206,13 @@ def test_series_budget_does_not_grow_with_processes(stack: Stack) -> None:
 
 
 def test_exemplars_link_only_kept_traces(stack: Stack) -> None:
-    text = stack.collector.scrape(openmetrics=True)
-    exemplars = re.findall(r'^(\w+)\{[^}]*\} \S+ # \{trace_id="([0-9a-f]+)"', text, re.M)
+    run_fleet(stack.collector.otlp_http, [["stall_after_partial", "inband_overload", "long_think"]], service="exemplars")
+    deadline = time.monotonic() + 30
+    exemplars: list[tuple[str, str]] = []
+    while not exemplars and time.monotonic() < deadline:
+        text = stack.collector.scrape(openmetrics=True)
+        exemplars = re.findall(r'^(\w+)\{[^}]*\} \S+ # \{trace_id="([0-9a-f]+)"', text, re.M)
+        time.sleep(0.5)
     assert exemplars, "no exemplars in the exporter"
     # Only the sampled span metrics carry exemplars; the library's accumulated series carry none.
     assert {name for name, _ in exemplars} <= {"traces_sampled_span_metrics_duration_seconds_bucket",
