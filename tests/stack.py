@@ -145,13 +145,14 @@ class Prometheus:
 
     def __init__(self, tmp: pathlib.Path, target: str | list[str], rules: pathlib.Path, *,
                  self_targets: list[str] | None = None, alertmanager: str | None = None,
-                 runbook_base_url: str = "https://runbooks.example.test/otel-liveness/operations.md") -> None:
+                 runbook_base_url: str = "https://runbooks.example.test/otel-liveness/operations.md",
+                 interval: str = "1s") -> None:
         self.port = free_port()
         self.dir = tmp / "prometheus"
         self.dir.mkdir(exist_ok=True)
         self.config = self.dir / "prometheus.yml"
         targets = [target] if isinstance(target, str) else target
-        text = ("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        text = (f"global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\n"
                 f"  external_labels:\n    runbook_base_url: {runbook_base_url}\n"
                 f"rule_files:\n  - {rules}\n")
         if alertmanager:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -28,7 +29,10 @@ from .otlp_receiver import OTLPReceiver
 from .stack import (ROOT, Alertmanager, Collector, Prometheus, Webhook, collector_binary, fleet_total, run_fleet,
                     scaled_rules, scrape_families)
 
-SCALE = 30  # rules: 2m -> 4s, 10m -> 20s; alertmanager: group_wait 30s -> 1s
+# Rules 2m -> 4s, 10m -> 20s; Alertmanager group_wait 30s -> 1s. OTEL_LIVENESS_RULES_SCALE=1 runs the
+# storm test with the shipped rules, 15 s scrapes and the shipped Alertmanager waits (about 6 minutes):
+# the time-to-page in docs/operations.md comes from that run.
+SCALE = int(os.environ.get("OTEL_LIVENESS_RULES_SCALE", "30"))
 MIX = ["dead_socket", "inband_overload", "rate_limit_storm", "long_think", "stall_after_partial", "exhausted",
        "wall_budget"]
 #: Series of the library's metrics (all liveness_* and gen_ai_* families) per (service, provider, model)
@@ -47,7 +51,8 @@ class Stack:
         self.alertmanager = Alertmanager(tmp, self.webhook.url, scale=SCALE).start()
         self.prom = Prometheus(tmp, self.collector.prom_target, scaled_rules(tmp, SCALE),
                                self_targets=[self.collector.self_target],
-                               alertmanager=self.alertmanager.address).start()
+                               alertmanager=self.alertmanager.address,
+                               interval="1s" if SCALE > 1 else "15s").start()
 
     def close(self) -> None:
         self.prom.stop()
@@ -146,27 +151,43 @@ def test_short_lived_fleet_counts_like_one_long_lived_process(stack: Stack) -> N
 
 def test_storm_of_short_lived_processes_pages_with_model_summary_and_runbook(stack: Stack) -> None:
     prom, hook = stack.prom, stack.webhook
-    if prom.value('liveness_attempts_total{gen_ai_provider_name="anthropic"}') is None:  # run alone
-        run_fleet(stack.collector.otlp_http, [["long_think"]], service="fleet-short")
-        settle(prom, 'sum(liveness_attempts_total{gen_ai_provider_name="anthropic"})', 1)
-    # The earlier traffic leaves the 10m (20 s) window first, so the storm is all there is.
-    prom.wait_value('sum(liveness:attempts_per_minute:rate10m{gen_ai_provider_name="anthropic"})',
-                    lambda v: v == 0, timeout=60)
-    assert prom.query('ALERTS{alertname="RawIdleStorm"}') == []
-    # Ratios are 0, not NaN, while nothing happens.
-    assert prom.value('liveness:raw_idle_ratio:rate2m{gen_ai_provider_name="anthropic"}') == 0
-    assert prom.value('liveness:truncation_ratio:rate10m{gen_ai_provider_name="anthropic"}') == 0
+    if SCALE > 1:
+        if prom.value('liveness_attempts_total{gen_ai_provider_name="anthropic"}') is None:  # run alone
+            run_fleet(stack.collector.otlp_http, [["long_think"]], service="fleet-short")
+            settle(prom, 'sum(liveness_attempts_total{gen_ai_provider_name="anthropic"})', 1)
+        # The earlier traffic leaves the 10m (20 s) window first, so the storm is all there is.
+        prom.wait_value('sum(liveness:attempts_per_minute:rate10m{gen_ai_provider_name="anthropic"})',
+                        lambda v: v == 0, timeout=60)
+        assert prom.query('ALERTS{alertname="RawIdleStorm"}') == []
+        # Ratios are 0, not NaN, while nothing happens.
+        assert prom.value('liveness:raw_idle_ratio:rate2m{gen_ai_provider_name="anthropic"}') == 0
+        assert prom.value('liveness:truncation_ratio:rate10m{gen_ai_provider_name="anthropic"}') == 0
+    # (With the shipped rules, the storm starts on a cold stack, as after a deploy.)
     hook.received.clear()
+    # The storm: dead_socket processes only (each: 3 attempts, one killed by the raw-idle clock),
+    # two at a time, until the page arrives.
+    storm: list[dict[str, Any]] = []
+    done = threading.Event()
+
+    def storm_loop() -> None:
+        while not done.is_set() and len(storm) < 2000:
+            storm.extend(run_fleet(stack.collector.otlp_http, [["dead_socket"]] * 4, service="storm-agent",
+                                   parallel=2, timeout=300))
+
     storm_start = time.time()
-    storm = run_fleet(stack.collector.otlp_http, [["dead_socket"]] * 16, service="storm-agent", parallel=3,
-                      timeout=300)
-    assert fleet_total(storm, outcome="raw_silence") == 16 and fleet_total(storm) == 48
-    fired = prom.wait_value('count(ALERTS{alertname="RawIdleStorm",alertstate="firing",gen_ai_provider_name="anthropic",'
-                            'gen_ai_request_model="claude-sim-1"})', lambda v: v == 1, timeout=90)
-    assert fired == 1
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not hook.received:
-        time.sleep(0.2)
+    thread = threading.Thread(target=storm_loop, daemon=True)
+    thread.start()
+    try:
+        prom.wait_value('count(ALERTS{alertname="RawIdleStorm",alertstate="firing",gen_ai_provider_name="anthropic",'
+                        'gen_ai_request_model="claude-sim-1"})', lambda v: v == 1, timeout=90 if SCALE > 1 else 900)
+        fired = time.time() - storm_start
+        deadline = time.monotonic() + (60 if SCALE > 1 else 300)
+        while time.monotonic() < deadline and not hook.received:
+            time.sleep(0.2)
+    finally:
+        done.set()
+        thread.join(timeout=300)
+    assert fleet_total(storm, outcome="raw_silence") * 3 == fleet_total(storm) > 0
     assert hook.received, "Alertmanager did not page the webhook"
     arrived, payload = hook.received[0]
     alert = next(a for a in payload["alerts"] if a["labels"]["alertname"] == "RawIdleStorm")
@@ -178,11 +199,14 @@ def test_storm_of_short_lived_processes_pages_with_model_summary_and_runbook(sta
                     summary), summary
     assert alert["annotations"]["runbook_url"] == "https://runbooks.example.test/otel-liveness/operations.md#rawidlestorm"
     time_to_page = arrived - storm_start
-    print(f"\ntime to page (rules scaled {SCALE}x, Alertmanager group_wait {30 // SCALE}s): {time_to_page:.1f}s "
-          f"after the first storm process started; summary: {summary!r}")
-    # Bound: the storm's processes (~10 s here), the 10m window filling past 25 % (scaled: seconds),
-    # for: 2m (4 s), group_wait (1 s), scrapes and evaluations every second -- on a loaded machine.
-    assert time_to_page < 90
+    print(f"\ntime to page (rules scaled {SCALE}x, Alertmanager group_wait {max(1, 30 // SCALE)}s): "
+          f"firing {fired:.1f}s, webhook {time_to_page:.1f}s after the storm's first process started "
+          f"({len(storm)} storm processes); summary: {summary!r}")
+    # Bound (scaled): the 10m window passing 25 % and 20 attempts/min within seconds, for: 2m (4 s),
+    # group_wait (1 s), scrapes and evaluations every second -- on a loaded 2-core machine. Shipped:
+    # the 10m volume floor (~1 min at this storm's rate), for: 2m, 15 s scrapes and evaluations,
+    # group_wait 30 s.
+    assert time_to_page < (90 if SCALE > 1 else 600)
 
 
 def test_series_budget_does_not_grow_with_processes(stack: Stack) -> None:
