@@ -142,6 +142,8 @@ def test_short_lived_fleet_counts_like_one_long_lived_process(stack: Stack) -> N
                         panel_attempts=expected["attempts"])
         for key, want in expected.items():
             assert m[key] == pytest.approx(want, rel=0.05), (job, key, m[key], want)
+    # Many processes write each stream: none of their points was rejected (restamped in order).
+    assert not prom.value('sum(otelcol_deltatocumulative_datapoints{error!=""})')
     # Short-lived and long-lived agree with each other too.
     assert measured["fleet-short"]["attempts"] == pytest.approx(measured["fleet-long"]["attempts"], rel=0.05)
     # No series per process: 1 + 14 + 1 processes later, the library's series are those after one.
