@@ -156,42 +156,60 @@ def test_a_process_moving_between_gateways_counts_once(topo: Topology) -> None:
     from otel_liveness.telemetry.export import delta_temporality
 
     g0, g1 = topo.gateways
-    start = time.time()
     resource = Resource.create({"service.name": "mover"})  # one process identity for both exporters
-    sent = 0
     scenario = next(sc for sc in SCENARIOS if sc.name == "inband_overload")  # 2 attempts per request
     from otel_liveness.testing import Scenario, SimulatedProvider
 
+    def send(provider: SimulatedProvider, gateway: Collector, requests: int) -> int:
+        exporter = OTLPMetricExporter(endpoint=gateway.otlp_http + "/v1/metrics",
+                                      preferred_temporality=delta_temporality())
+        meter_provider = MeterProvider(resource=resource, metric_readers=[
+            PeriodicExportingMetricReader(exporter, export_interval_millis=300)])
+        hook = TelemetryHook(meter_provider=meter_provider, logs=False)
+        sent = 0
+        for i in range(requests):
+            key = f"move-{gateway.ports['http']}-{time.monotonic_ns()}"
+            provider.add(key, Scenario(scenario.script(0.01)))
+            transport = otel_liveness.wrap(httpx2.HTTPTransport(), scaled_policy(0.01, shadow=False, wall=None),
+                                           hooks=[hook])
+            with httpx2.Client(transport=transport, timeout=10) as client:
+                with client.stream("POST", provider.base_url(key) + "/v1/messages",
+                                   json={"model": "claude-sim-1", "stream": True, "max_tokens": 5,
+                                         "messages": [{"role": "user", "content": "hi"}]}) as response:
+                    response.read()
+            sent += provider.attempts(key)
+            time.sleep(0.05)
+        meter_provider.shutdown()
+        return sent
+
+    def both() -> float:
+        return total(g0, "liveness_attempts_total", "mover") + total(g1, "liveness_attempts_total", "mover")
+
     with SimulatedProvider(time_scale=0.01) as provider:
-        for gateway in (g0, g1):
-            exporter = OTLPMetricExporter(endpoint=gateway.otlp_http + "/v1/metrics",
-                                          preferred_temporality=delta_temporality())
-            meter_provider = MeterProvider(resource=resource, metric_readers=[
-                PeriodicExportingMetricReader(exporter, export_interval_millis=300)])
-            hook = TelemetryHook(meter_provider=meter_provider, logs=False)
-            for i in range(40):
-                key = f"move-{gateway.ports['http']}-{i}"
-                provider.add(key, Scenario(scenario.script(0.01)))
-                transport = otel_liveness.wrap(httpx2.HTTPTransport(), scaled_policy(0.01, shadow=False, wall=None),
-                                               hooks=[hook])
-                with httpx2.Client(transport=transport, timeout=10) as client:
-                    with client.stream("POST", provider.base_url(key) + "/v1/messages",
-                                       json={"model": "claude-sim-1", "stream": True, "max_tokens": 5,
-                                             "messages": [{"role": "user", "content": "hi"}]}) as response:
-                        response.read()
-                sent += provider.attempts(key)
-                time.sleep(0.05)
-            meter_provider.shutdown()
-    wait_for(lambda: total(g0, "liveness_attempts_total", "mover") + total(g1, "liveness_attempts_total", "mover") == sent,
-             what="the mover's attempts")
-    time.sleep(3)
-    window = f"{int(time.time() - start) + 2}s"
+        # The fleet's series exist on both gateways (other processes feed them): a series' first
+        # sample is invisible to increase() once per gateway, which is not what this test is about.
+        warm = send(provider, g0, 1) + send(provider, g1, 1)
+        wait_for(lambda: both() == warm, what="the warm-up")
+        topo.prom.wait_value('count(liveness_attempts_total{job="mover"})', lambda v: v == 4)  # 2 outcomes x 2 gateways
+        topo.prom.wait_value('sum(liveness_attempts_total{job="mover"})', lambda v: v == warm)
+        time.sleep(2.5)
+        start = time.time()
+        sent = send(provider, g0, 40) + send(provider, g1, 40)  # the move
+    wait_for(lambda: both() == warm + sent, what="the mover's attempts")
+    # A window of 30 s or more: increase() extrapolates up to about a scrape interval at each end.
+    time.sleep(max(3.0, start + 30 - time.time()))
+    end = time.time()
+    window = f"{int(end - start) + 2}s"  # starts 1-2 s before the move, after the warm-up's last change
     prom = topo.prom
-    resets = prom.value(f'sum(resets(liveness_attempts_total{{job="mover"}}[{window}]))')
-    increase = prom.value(f'sum(increase(liveness_attempts_total{{job="mover"}}[{window}]))')
+    resets = prom.at(f'sum(resets(liveness_attempts_total{{job="mover"}}[{window}]))', end)
+    increase = prom.at(f'sum(increase(liveness_attempts_total{{job="mover"}}[{window}]))', end)
     per_gateway = {r["metric"]["instance"] for r in prom.query('liveness_attempts_total{job="mover"}')}
     assert per_gateway == {g0.prom_target, g1.prom_target}
     assert resets == 0
     assert increase == pytest.approx(sent, rel=0.05), (increase, sent)
+    # Exactly: each gateway's series grew by what that gateway received, and nothing else.
+    grown = prom.at(f'sum(max_over_time(liveness_attempts_total{{job="mover"}}[{window}])'
+                    f' - min_over_time(liveness_attempts_total{{job="mover"}}[{window}]))', end)
+    assert grown == sent
     assert not re.search(r'instance="[0-9a-f-]{36}"', g0.scrape() + g1.scrape())
     print(f"\nmover: {sent} attempts, increase {increase:.1f}, resets {resets}")
