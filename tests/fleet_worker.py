@@ -49,9 +49,19 @@ class Truth:
 
 
 def run(otlp: str, service: str, names: list[str], rounds: int, ts: float, model: str,
-        export_interval_ms: int) -> dict[str, Any]:
+        export_interval_ms: int, temporality: str = "delta") -> dict[str, Any]:
     tracer_provider, meter_provider, span_exporter, metric_exporter = otlp_http(
         otlp, service_name=service, export_interval_ms=export_interval_ms, timeout_s=5.0)
+    if temporality == "cumulative":  # an app that set up its own SDK and left the default temporality
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+        from opentelemetry.sdk.resources import Resource
+
+        meter_provider.shutdown()
+        meter_provider = MeterProvider(resource=Resource.create({"service.name": service}), metric_readers=[
+            PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=otlp.rstrip("/") + "/v1/metrics", timeout=5.0),
+                                          export_interval_millis=export_interval_ms)])
     hook = TelemetryHook(tracer_provider, meter_provider, logs=False)
     truth = Truth()
     by_name = {sc.name: sc for sc in SCENARIOS}
@@ -90,9 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-scale", type=float, default=0.01)
     parser.add_argument("--model", default="claude-sim-1")
     parser.add_argument("--export-interval-ms", type=int, default=5000)
+    parser.add_argument("--temporality", choices=("delta", "cumulative"), default="delta")
     args = parser.parse_args(argv)
     result = run(args.otlp, args.service, args.scenarios, args.rounds, args.time_scale, args.model,
-                 args.export_interval_ms)
+                 args.export_interval_ms, args.temporality)
     json.dump(result, sys.stdout)
     return 0
 

@@ -212,7 +212,8 @@ class Prometheus:
 
 def run_fleet(otlp: str, jobs: list[list[str]], *, service: str = "fleet-agent", parallel: int = 3,
               rounds: int = 1, model: str = "claude-sim-1", time_scale: float = 0.01,
-              export_interval_ms: int = 5000, timeout: float = 600.0) -> list[dict[str, Any]]:
+              export_interval_ms: int = 5000, timeout: float = 600.0,
+              temporality: str = "delta") -> list[dict[str, Any]]:
     """Run one short-lived process (tests/fleet_worker.py) per entry of ``jobs`` (its scenario names),
     ``parallel`` at a time; return each process's own account of what it did."""
     import sys
@@ -226,7 +227,7 @@ def run_fleet(otlp: str, jobs: list[list[str]], *, service: str = "fleet-agent",
             i, names = pending.pop(0)
             cmd = [sys.executable, "-m", "tests.fleet_worker", "--otlp", otlp, "--service", service,
                    "--rounds", str(rounds), "--model", model, "--time-scale", str(time_scale),
-                   "--export-interval-ms", str(export_interval_ms)]
+                   "--export-interval-ms", str(export_interval_ms), "--temporality", temporality]
             for name in names:
                 cmd += ["--scenario", name]
             running.append((i, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

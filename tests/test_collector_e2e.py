@@ -117,6 +117,8 @@ def test_end_to_end_series_counts_and_storm(stack) -> None:  # type: ignore[no-u
         assert notices is not None and notices >= 4
         assert prom.value(f"sum(liveness_truncations_total{{{job}}})") == 1
         assert prom.value(f'sum(liveness_requests_total{{{job},liveness_stop_reason="truncated"}})') == 1
+        # Current component names: the collector warns about no deprecated alias.
+        assert "is deprecated" not in collector.log.read_text()
         # Fleet series: no per-process identity; Prometheus's instance is the scraped gateway.
         assert {r["metric"]["instance"] for r in prom.query(f"liveness_attempts_total{{{job}}}")} == {collector.prom_target}
         # No name drift: every series the rules and dashboards use exists with its labels.
@@ -212,6 +214,25 @@ def test_every_series_the_rules_use_is_in_a_real_scrape(stack) -> None:  # type:
         missing = {n for n in missing if not prom.query(f'count({{__name__="{n}"}})')}
         time.sleep(0.5)
     assert not missing, missing
+
+
+def test_runbooks_group_by_labels_that_exist(stack) -> None:  # type: ignore[no-untyped-def]
+    """Every label the runbooks tell on-call to group or filter by is a label of a real series."""
+    _, prom = stack
+    text = (ROOT / "docs" / "operations.md").read_text()
+    runbooks = text[text.index("## Alert runbooks"):]
+    labels = set()
+    for group in re.findall(r"by \(([a-z_, ]+)\)", runbooks):
+        labels.update(name.strip() for name in group.split(","))
+    labels.update(re.findall(r"\{([a-z_]+)=", runbooks))
+    labels.update(re.findall(r"by `([a-z_]+)`", runbooks))
+    assert {"job", "liveness_retry_reason"} <= labels
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{prom.port}/api/v1/labels", timeout=5) as response:
+        existing = set(json.load(response)["data"])
+    assert labels <= existing, labels - existing
 
 
 def test_dashboard_panels_return_data_and_render(stack, tmp_path: pathlib.Path) -> None:  # type: ignore[no-untyped-def]

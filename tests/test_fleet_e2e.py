@@ -253,6 +253,20 @@ def test_exemplars_link_only_kept_traces(stack: Stack) -> None:
     assert not missing, f"{len(missing)} of {len(exemplars)} exemplars name traces the backend never received"
 
 
+def test_cumulative_senders_count_once_too(stack: Stack) -> None:
+    """Apps whose SDK exports cumulative (the SDK default) work as well: the gateway converts each
+    process's stream to deltas before dropping its identity."""
+    prom = stack.prom
+    warm = run_fleet(stack.collector.otlp_http, [["inband_overload"]], service="cumulative-app", temporality="cumulative")
+    start = settle(prom, 'sum(liveness_attempts_total{job="cumulative-app"})', fleet_total(warm))
+    fleet = run_fleet(stack.collector.otlp_http, [[MIX[i % len(MIX)]] for i in range(6)], service="cumulative-app",
+                      parallel=3, temporality="cumulative", export_interval_ms=500)
+    end = settle(prom, 'sum(liveness_attempts_total{job="cumulative-app"})', fleet_total(warm) + fleet_total(fleet))
+    window = f"{int(end - start) + 1}s"
+    measured = prom.at(f'sum(increase(liveness_attempts_total{{job="cumulative-app"}}[{window}]))', end)
+    assert measured == pytest.approx(fleet_total(fleet), rel=0.05), (measured, fleet_total(fleet))
+
+
 def test_model_names_outside_the_pattern_become_other(stack: Stack) -> None:
     run_fleet(stack.collector.otlp_http, [["inband_overload"]], service="odd-model",
               model="acme-private-finetune-7f3a9c")

@@ -137,6 +137,8 @@ def test_two_agents_two_gateways_exact_counts_and_a_gateway_restart(topo: Topolo
     assert topo.prom.value(f'sum(resets(liveness_attempts_total{{job="topo",instance="{g0.prom_target}"}}[5m]))') == 0
     topo.prom.wait_value(f'count(ALERTS{{alertname="CollectorDown",instance="{g1.self_target}"}}) or vector(0)',
                          lambda v: v == 0, timeout=60)
+    for c in topo.agents + topo.gateways:  # current component names: no deprecated alias
+        assert "is deprecated" not in c.log.read_text(), c.name
     print(f"\ntopology: phase 1 {truth1} attempts split {both}; phase 2 {truth2} with gateway 1 killed and restarted")
 
 
