@@ -91,6 +91,7 @@ class Collector:
         try:
             wait_http(f"http://127.0.0.1:{self.ports['health']}/")
         except TimeoutError:
+            terminate(self.proc)  # never leave a half-started process behind
             raise RuntimeError("collector did not start:\n" + self.log.read_text()[-3000:]) from None
         return self
 
@@ -174,6 +175,7 @@ class Prometheus:
         try:
             wait_http(f"http://127.0.0.1:{self.port}/-/ready")
         except TimeoutError:
+            terminate(self.proc)  # never leave a half-started process behind
             raise RuntimeError("prometheus did not start:\n" + self.log.read_text()[-3000:]) from None
         return self
 
@@ -290,6 +292,7 @@ class Alertmanager:
         try:
             wait_http(f"http://{self.address}/-/ready")
         except TimeoutError:
+            terminate(self.proc)  # never leave a half-started process behind
             raise RuntimeError("alertmanager did not start:\n" + self.log.read_text()[-3000:]) from None
         return self
 

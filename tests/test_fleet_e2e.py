@@ -55,16 +55,20 @@ class Stack:
                                interval="1s" if SCALE > 1 else "15s").start()
 
     def close(self) -> None:
-        self.prom.stop()
-        self.alertmanager.stop()
-        self.collector.stop()
-        self.webhook.close()
-        self.traces.__exit__()
+        for name, stop in (("prom", "stop"), ("alertmanager", "stop"), ("collector", "stop"), ("webhook", "close"),
+                           ("traces", "__exit__")):
+            if hasattr(self, name):
+                getattr(getattr(self, name), stop)()
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    s = Stack(tmp_path_factory.mktemp("fleet"))
+    s = Stack.__new__(Stack)
+    try:
+        s.__init__(tmp_path_factory.mktemp("fleet"))  # type: ignore[misc]
+    except BaseException:
+        s.close()  # whatever did start
+        raise
     try:
         yield s
     finally:

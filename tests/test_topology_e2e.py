@@ -47,16 +47,22 @@ class Topology:
                                self_targets=[c.self_target for c in self.gateways + self.agents]).start()
 
     def close(self) -> None:
-        self.prom.stop()
-        for c in self.agents + self.gateways:
+        if hasattr(self, "prom"):
+            self.prom.stop()
+        for c in getattr(self, "agents", []) + getattr(self, "gateways", []):
             c.stop()
-        for b in self.backends:
+        for b in getattr(self, "backends", []):
             b.__exit__()
 
 
 @pytest.fixture(scope="module")
 def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
-    t = Topology(tmp_path_factory.mktemp("topology"))
+    t = Topology.__new__(Topology)
+    try:
+        t.__init__(tmp_path_factory.mktemp("topology"))  # type: ignore[misc]
+    except BaseException:
+        t.close()  # whatever did start
+        raise
     try:
         yield t
     finally:
