@@ -11,12 +11,14 @@ STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1
 
 .PHONY: install demo test bench clean system-deps collector preview dashboards
 
-# Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end run.
+# Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
+# Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
 system-deps:
-	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
-	  echo "installing prometheus (Debian)"; \
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null || { \
+	  echo "installing prometheus, prometheus-alertmanager (Debian)"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	    prometheus prometheus-alertmanager >/dev/null; }
 
 # The collector distribution (ocb), cached by the manifest's hash.
 collector:

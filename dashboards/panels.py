@@ -16,6 +16,12 @@ RI = "$__rate_interval"
 #: RawIdleStorm's threshold, drawn on its panel (collector/rules/liveness.rules.yml).
 RAW_IDLE_THRESHOLD = 0.25
 
+#: Durations of the spans whose traces tail sampling kept (the gateway's span_metrics/sampled,
+#: namespace traces.sampled.span.metrics): the only series with exemplars, so every exemplar on the
+#: dashboard opens a trace the traces backend has. The library's own histograms carry none (the
+#: gateway accumulates them across processes).
+SAMPLED_DURATION = "traces_sampled_span_metrics_duration_seconds"
+
 
 @dataclass(frozen=True)
 class Query:
@@ -83,8 +89,8 @@ PANELS: tuple[PanelSpec, ...] = (
     ),
     PanelSpec(
         "Time to first semantic frame", "timeseries",
-        (Query(_hq(0.5, "gen_ai_client_operation_time_to_first_chunk_seconds"), "p50", exemplar=True),
-         Query(_hq(0.95, "gen_ai_client_operation_time_to_first_chunk_seconds"), "p95", exemplar=True)),
+        (Query(_hq(0.5, "gen_ai_client_operation_time_to_first_chunk_seconds"), "p50"),
+         Query(_hq(0.95, "gen_ai_client_operation_time_to_first_chunk_seconds"), "p95")),
         unit="s", row="Waits", key="ttfc",
     ),
     PanelSpec(
@@ -139,9 +145,18 @@ PANELS: tuple[PanelSpec, ...] = (
     ),
     PanelSpec(
         "Operation duration (all attempts)", "timeseries",
-        (Query(_hq(0.5, "gen_ai_client_operation_duration_seconds"), "p50", exemplar=True),
-         Query(_hq(0.95, "gen_ai_client_operation_duration_seconds"), "p95", exemplar=True)),
+        (Query(_hq(0.5, "gen_ai_client_operation_duration_seconds"), "p50"),
+         Query(_hq(0.95, "gen_ai_client_operation_duration_seconds"), "p95")),
         unit="s", row="Durations", key="operation_duration",
+    ),
+    PanelSpec(
+        "Attempts in kept traces (exemplars open them)", "timeseries",
+        (Query(f"histogram_quantile(0.95, sum by (le, liveness_attempt_outcome) "
+               f"(rate({SAMPLED_DURATION}_bucket{{{SEL}, liveness_attempt_outcome!=\"\"}}[{RI}])))",
+               "p95 {{liveness_attempt_outcome}}", exemplar=True),),
+        unit="s", row="Durations", key="kept_traces",
+        description="Attempt durations of the traces tail sampling kept (every failed, retried, truncated or slow "
+                    "one and a sample of the rest). Each exemplar links a trace the traces backend has.",
     ),
 )
 

@@ -59,7 +59,8 @@ def wait_http(url: str, timeout: float = 30.0) -> None:
 
 class Collector:
     def __init__(self, binary: str, tmp: pathlib.Path, config: pathlib.Path | None = None,
-                 ports: dict[str, int] | None = None) -> None:
+                 ports: dict[str, int] | None = None, name: str = "otelcol", env: dict[str, str] | None = None) -> None:
+        self.name = name
         self.binary = binary
         self.config = config or ROOT / "collector" / "config.yaml"
         self.ports = ports or {name: free_port() for name in ("grpc", "http", "prom", "health", "self")}
@@ -71,12 +72,13 @@ class Collector:
             "OTELCOL_HEALTH_ENDPOINT": f"127.0.0.1:{self.ports['health']}",
             "OTELCOL_SELF_METRICS_HOST": "127.0.0.1",
             "OTELCOL_SELF_METRICS_PORT": str(self.ports["self"]),
-            "OTELCOL_TRACES_ENDPOINT": f"127.0.0.1:{free_port()}",  # no traces backend: export fails, logged
+            "OTELCOL_TRACES_ENDPOINT": f"http://127.0.0.1:{free_port()}",  # no traces backend: export fails, logged
             "OTELCOL_SPANMETRICS_FLUSH": "1s",
             "OTELCOL_BATCH_TIMEOUT": "200ms",
             "OTELCOL_TAIL_DECISION_WAIT": "1s",
+            **(env or {}),
         }
-        self.log = tmp / "otelcol.log"
+        self.log = tmp / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -89,12 +91,24 @@ class Collector:
         try:
             wait_http(f"http://127.0.0.1:{self.ports['health']}/")
         except TimeoutError:
+            terminate(self.proc)  # never leave a half-started process behind
             raise RuntimeError("collector did not start:\n" + self.log.read_text()[-3000:]) from None
         return self
 
-    def scrape(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.ports['prom']}/metrics", timeout=5) as response:
+    def scrape(self, openmetrics: bool = False) -> str:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.ports['prom']}/metrics")
+        if openmetrics:  # exemplars are only in the OpenMetrics format
+            request.add_header("Accept", "application/openmetrics-text; version=1.0.0")
+        with urllib.request.urlopen(request, timeout=5) as response:
             return response.read().decode()
+
+    @property
+    def prom_target(self) -> str:
+        return f"127.0.0.1:{self.ports['prom']}"
+
+    @property
+    def self_target(self) -> str:
+        return f"127.0.0.1:{self.ports['self']}"
 
     def stop(self) -> None:
         terminate(self.proc)
@@ -127,17 +141,28 @@ def scaled_rules(tmp: pathlib.Path, factor: int = 30) -> pathlib.Path:
 
 
 class Prometheus:
-    def __init__(self, tmp: pathlib.Path, target: str, rules: pathlib.Path) -> None:
+    """Debian's prometheus on loopback: job ``otelcol`` scrapes the gateways' exporters (honor_labels),
+    job ``otelcol-self`` the collectors' own metrics, as collector/prometheus.yml does."""
+
+    def __init__(self, tmp: pathlib.Path, target: str | list[str], rules: pathlib.Path, *,
+                 self_targets: list[str] | None = None, alertmanager: str | None = None,
+                 runbook_base_url: str = "https://runbooks.example.test/otel-liveness/operations.md",
+                 interval: str = "1s") -> None:
         self.port = free_port()
         self.dir = tmp / "prometheus"
         self.dir.mkdir(exist_ok=True)
         self.config = self.dir / "prometheus.yml"
-        self.config.write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            f"rule_files:\n  - {rules}\n"
-            "scrape_configs:\n  - job_name: otelcol\n    honor_labels: true\n"
-            f"    static_configs:\n      - targets: ['{target}']\n"
-        )
+        targets = [target] if isinstance(target, str) else target
+        text = (f"global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\n"
+                f"  external_labels:\n    runbook_base_url: {runbook_base_url}\n"
+                f"rule_files:\n  - {rules}\n")
+        if alertmanager:
+            text += f"alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['{alertmanager}']\n"
+        text += ("scrape_configs:\n  - job_name: otelcol\n    honor_labels: true\n"
+                 f"    static_configs:\n      - targets: {json.dumps(targets)}\n")
+        if self_targets:
+            text += f"  - job_name: otelcol-self\n    static_configs:\n      - targets: {json.dumps(self_targets)}\n"
+        self.config.write_text(text)
         self.log = tmp / "prometheus.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -150,6 +175,7 @@ class Prometheus:
         try:
             wait_http(f"http://127.0.0.1:{self.port}/-/ready")
         except TimeoutError:
+            terminate(self.proc)  # never leave a half-started process behind
             raise RuntimeError("prometheus did not start:\n" + self.log.read_text()[-3000:]) from None
         return self
 
@@ -168,6 +194,13 @@ class Prometheus:
         result = self.query(expr)
         return float(result[0]["value"][1]) if result else None
 
+    def at(self, expr: str, when: float) -> float | None:
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": when})
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = json.load(response)
+        result = body["data"]["result"]
+        return float(result[0]["value"][1]) if result else None
+
     def wait_value(self, expr: str, predicate: Any, timeout: float = 40.0) -> float | None:
         deadline = time.monotonic() + timeout
         value = None
@@ -177,3 +210,133 @@ class Prometheus:
                 return value
             time.sleep(0.5)
         raise AssertionError(f"{expr} = {value} did not satisfy the condition within {timeout}s")
+
+
+def run_fleet(otlp: str, jobs: list[list[str]], *, service: str = "fleet-agent", parallel: int = 3,
+              rounds: int = 1, model: str = "claude-sim-1", time_scale: float = 0.01,
+              export_interval_ms: int = 5000, timeout: float = 600.0,
+              temporality: str = "delta") -> list[dict[str, Any]]:
+    """Run one short-lived process (tests/fleet_worker.py) per entry of ``jobs`` (its scenario names),
+    ``parallel`` at a time; return each process's own account of what it did."""
+    import sys
+
+    pending = list(enumerate(jobs))
+    running: list[tuple[int, subprocess.Popen[str]]] = []
+    results: dict[int, dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout
+    while pending or running:
+        while pending and len(running) < parallel:
+            i, names = pending.pop(0)
+            cmd = [sys.executable, "-m", "tests.fleet_worker", "--otlp", otlp, "--service", service,
+                   "--rounds", str(rounds), "--model", model, "--time-scale", str(time_scale),
+                   "--export-interval-ms", str(export_interval_ms), "--temporality", temporality]
+            for name in names:
+                cmd += ["--scenario", name]
+            running.append((i, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                                text=True)))
+        for i, proc in list(running):
+            if proc.poll() is not None:
+                out = proc.stdout.read() if proc.stdout else ""
+                if proc.returncode != 0:
+                    raise RuntimeError(f"fleet worker {i} exited {proc.returncode}")
+                results[i] = json.loads(out)
+                running.remove((i, proc))
+        if time.monotonic() > deadline:
+            for _, proc in running:
+                proc.kill()
+            raise TimeoutError("fleet did not finish")
+        time.sleep(0.05)
+    return [results[i] for i in range(len(jobs))]
+
+
+def fleet_total(results: list[dict[str, Any]], key: str = "attempts", outcome: str | None = None) -> int:
+    if outcome is not None:
+        return sum(r[key].get(outcome, 0) for r in results)
+    return sum(sum(r[key].values()) for r in results)
+
+
+class Alertmanager:
+    """Debian's prometheus-alertmanager on loopback with the shipped collector/alertmanager.yml,
+    its ``pages`` receiver pointed at a local webhook; ``scale`` divides its grouping waits."""
+
+    def __init__(self, tmp: pathlib.Path, webhook: str, scale: int = 1) -> None:
+        import yaml
+
+        self.port = free_port()
+        self.dir = tmp / "alertmanager"
+        self.dir.mkdir(exist_ok=True)
+        config = yaml.safe_load((ROOT / "collector" / "alertmanager.yml").read_text())
+        for receiver in config["receivers"]:
+            if receiver["name"] == "pages":
+                receiver["webhook_configs"] = [{"url": webhook, "send_resolved": False}]
+        route = config["route"]
+        units = {"s": 1, "m": 60, "h": 3600}
+        for key in ("group_wait", "group_interval", "repeat_interval"):
+            value = route[key]
+            route[key] = f"{max(1, int(value[:-1]) * units[value[-1]] // scale)}s"
+        self.config = self.dir / "alertmanager.yml"
+        self.config.write_text(yaml.safe_dump(config))
+        self.log = tmp / "alertmanager.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> Alertmanager:
+        binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager") or "/usr/bin/prometheus-alertmanager"
+        self.proc = subprocess.Popen(
+            [binary, f"--config.file={self.config}", f"--storage.path={self.dir / 'data'}",
+             f"--web.listen-address={self.address}", "--cluster.listen-address="],
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        try:
+            wait_http(f"http://{self.address}/-/ready")
+        except TimeoutError:
+            terminate(self.proc)  # never leave a half-started process behind
+            raise RuntimeError("alertmanager did not start:\n" + self.log.read_text()[-3000:]) from None
+        return self
+
+    def stop(self) -> None:
+        terminate(self.proc)
+        self.proc = None
+
+
+class Webhook:
+    """A local webhook receiver: every notification Alertmanager posts, with its arrival time."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.received: list[tuple[float, dict[str, Any]]] = []
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                hook.received.append((time.time(), json.loads(body)))
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/page"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def scrape_families(text: str) -> dict[str, int]:
+    """Series per metric name in a Prometheus/OpenMetrics exposition."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name = re.split(r"[{ ]", line, maxsplit=1)[0]
+            counts[name] = counts.get(name, 0) + 1
+    return counts

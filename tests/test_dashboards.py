@@ -60,7 +60,14 @@ def dashboard_metric_names() -> set[str]:
 def test_dashboard_uses_only_emitted_or_recorded_names() -> None:
     from otel_liveness.telemetry import semconv as S
 
+    from dashboards.panels import SAMPLED_DURATION
+
     emitted = set(S.PROMETHEUS.values())
+    # The one collector-made family on the dashboard: span_metrics/sampled's duration histogram.
+    config = (ROOT / "collector" / "config.yaml").read_text()
+    namespace = re.search(r"span_metrics/sampled:\n\s+namespace: (\S+)", config).group(1)  # type: ignore[union-attr]
+    assert SAMPLED_DURATION == namespace.replace(".", "_") + "_duration_seconds"
+    emitted.add(SAMPLED_DURATION)
     rules = (ROOT / "collector" / "rules" / "liveness.rules.yml").read_text()
     recorded = set(re.findall(r"record: (\S+)", rules))
     for name in dashboard_metric_names():
@@ -118,8 +125,15 @@ def test_compose_ports_and_endpoints_match_the_configs(compose: dict) -> None:
     assert {otlp_http, otlp_grpc, prom_port, health} <= published(services["otelcol"])
     # Prometheus scrapes the collector's exporter, honouring its labels, and alerts Alertmanager.
     prom = yaml.safe_load((ROOT / "collector" / "prometheus.yml").read_text())
-    (job,) = prom["scrape_configs"]
+    jobs = {job["job_name"]: job for job in prom["scrape_configs"]}
+    job = jobs["otelcol"]
     assert job["honor_labels"] is True and job["static_configs"][0]["targets"] == [f"otelcol:{prom_port}"]
+    # The collector's own metrics are scraped too (collector health alerts), on its published port.
+    self_port = int(env_default(collector, "OTELCOL_SELF_METRICS_PORT"))
+    assert jobs["otelcol-self"]["static_configs"][0]["targets"] == [f"otelcol:{self_port}"]
+    assert self_port in published(services["otelcol"])
+    # Runbook links are absolute: the rules prefix them with this external label.
+    assert prom["global"]["external_labels"]["runbook_base_url"].startswith(("https://", "http://"))
     am_host, am_port = prom["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"][0].split(":")
     assert am_host in services and int(am_port) in published(services["alertmanager"])
     mounted = {v["target"] for v in services["prometheus"]["volumes"]}
@@ -127,8 +141,8 @@ def test_compose_ports_and_endpoints_match_the_configs(compose: dict) -> None:
     # The collector's traces go to Tempo's OTLP gRPC receiver.
     traces = services["otelcol"]["environment"]["OTELCOL_TRACES_ENDPOINT"]
     tempo = yaml.safe_load((ROOT / "collector" / "tempo.yaml").read_text())
-    tempo_grpc = tempo["distributor"]["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"].rsplit(":", 1)[1]
-    assert traces == f"tempo:{tempo_grpc}"
+    tempo_http = tempo["distributor"]["receivers"]["otlp"]["protocols"]["http"]["endpoint"].rsplit(":", 1)[1]
+    assert traces == f"http://tempo:{tempo_http}"  # the gateway's otlp_http/traces exporter
     # Grafana's data sources point at the services and ports of the stack; exemplars link to Tempo.
     sources = yaml.safe_load((ROOT / "dashboards" / "provisioning" / "datasources.yaml").read_text())["datasources"]
     by_uid = {s["uid"]: s for s in sources}

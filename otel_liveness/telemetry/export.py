@@ -1,6 +1,14 @@
 """Exporter wrappers for applications (they need the OpenTelemetry SDK): export failures --
 collector down, network errors, an exporter that raises -- are dropped, logged once per streak,
-and counted (``liveness.telemetry.export_failures``), never raised into the application."""
+and counted (``liveness.telemetry.export_failures``), never raised into the application.
+
+Metrics are exported with **delta** temporality (counters and histograms): each export carries only
+what happened since the previous one, and the collector gateway sums every process's deltas into
+one series per service, provider, model and outcome. A fleet of short-lived processes then counts
+exactly like one long-lived process (a cumulative series per process would lose each process's
+first export to ``rate()``/``increase()`` and grow one set of series per process). The trade-off:
+an export that fails is lost (and counted), where a cumulative one would be recovered by the next.
+See docs/operations.md, "Counts independent of process lifetime"."""
 
 from __future__ import annotations
 
@@ -13,7 +21,7 @@ from opentelemetry import metrics
 from .. import __version__
 from . import semconv as S
 
-__all__ = ["DropCountingMetricExporter", "DropCountingSpanExporter", "otlp_http"]
+__all__ = ["DropCountingMetricExporter", "DropCountingSpanExporter", "delta_temporality", "otlp_http"]
 
 log = logging.getLogger("otel_liveness")
 
@@ -117,13 +125,26 @@ class DropCountingMetricExporter(_Counting):
             log.debug("metric exporter shutdown failed", exc_info=True)
 
 
+def delta_temporality() -> dict[type, Any]:
+    """The OTLP exporters' ``preferred_temporality`` for delta export (the same choice as
+    ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=delta``): counters and histograms delta,
+    up-down counters cumulative."""
+    from opentelemetry.sdk.metrics import (
+        Counter, Histogram, ObservableCounter, ObservableGauge, ObservableUpDownCounter, UpDownCounter)
+    from opentelemetry.sdk.metrics.export import AggregationTemporality
+
+    delta, cumulative = AggregationTemporality.DELTA, AggregationTemporality.CUMULATIVE
+    return {Counter: delta, Histogram: delta, ObservableCounter: delta, UpDownCounter: cumulative,
+            ObservableUpDownCounter: cumulative, ObservableGauge: cumulative}
+
+
 def otlp_http(endpoint: str, *, service_name: str = "otel-liveness", export_interval_ms: int = 5000,
               timeout_s: float = 2.0) -> tuple[Any, Any, DropCountingSpanExporter, DropCountingMetricExporter]:
     """Tracer and meter providers exporting OTLP/HTTP to ``endpoint`` (e.g. http://localhost:4318),
     with drop counting. Returns (tracer_provider, meter_provider, span_exporter, metric_exporter)."""
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -131,8 +152,12 @@ def otlp_http(endpoint: str, *, service_name: str = "otel-liveness", export_inte
 
     base = endpoint.rstrip("/")
     resource = Resource.create({"service.name": service_name})
-    metric_exporter = DropCountingMetricExporter(OTLPMetricExporter(endpoint=base + "/v1/metrics", timeout=timeout_s))
-    meter_provider = MeterProvider(resource=resource, metric_readers=[
+    metric_exporter = DropCountingMetricExporter(OTLPMetricExporter(
+        endpoint=base + "/v1/metrics", timeout=timeout_s, preferred_temporality=delta_temporality()))
+    # No exemplars on the library's metrics: the gateway accumulates deltas (an accumulated point
+    # would carry stale exemplars) and drops them; exemplars come from the gateway's sampled spans,
+    # so that every one links a trace that tail sampling kept.
+    meter_provider = MeterProvider(resource=resource, exemplar_filter=AlwaysOffExemplarFilter(), metric_readers=[
         PeriodicExportingMetricReader(metric_exporter, export_interval_millis=export_interval_ms)])
     span_exporter = DropCountingSpanExporter(OTLPSpanExporter(endpoint=base + "/v1/traces", timeout=timeout_s),
                                              meter_provider)
