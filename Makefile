@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py otel_liveness/core/_lane.c
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: install demo test bench clean system-deps collector preview dashboards
+.PHONY: install demo test lint bench clean system-deps collector preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -36,8 +36,13 @@ install: $(STAMP)
 demo: install
 	$(BIN)/otel-liveness demo $(DEMO_ARGS)
 
+# Static checks: ruff (a small, deliberate rule set, pyproject.toml) and mypy --strict on the package.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
 # pytest's exit 5 ("no tests collected") is a failure here, not a pass.
-test: install system-deps collector
+test: install system-deps collector lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS); status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 

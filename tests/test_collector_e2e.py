@@ -201,7 +201,7 @@ def rule_metric_names() -> set[str]:
 def test_every_series_the_rules_use_is_in_a_real_scrape(stack) -> None:  # type: ignore[no-untyped-def]
     """Names never drift: each metric the rules name (the library's, the collector's own, up) is
     scraped from the real collector -- except counters that only exist once something failed."""
-    collector, prom = stack
+    _collector, prom = stack
     only_on_failure = {"otelcol_exporter_send_failed_spans", "otelcol_exporter_send_failed_metric_points",
                        "otelcol_exporter_enqueue_failed_spans", "otelcol_exporter_enqueue_failed_metric_points",
                        S.PROMETHEUS["export_failures"]}

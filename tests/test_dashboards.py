@@ -58,9 +58,8 @@ def dashboard_metric_names() -> set[str]:
 
 
 def test_dashboard_uses_only_emitted_or_recorded_names() -> None:
-    from otel_liveness.telemetry import semconv as S
-
     from dashboards.panels import SAMPLED_DURATION
+    from otel_liveness.telemetry import semconv as S
 
     emitted = set(S.PROMETHEUS.values())
     # The one collector-made family on the dashboard: span_metrics/sampled's duration histogram.

@@ -26,8 +26,18 @@ from typing import Any
 import pytest
 
 from .otlp_receiver import OTLPReceiver
-from .stack import (ROOT, Alertmanager, Collector, Prometheus, Webhook, collector_binary, fleet_total, run_fleet,
-                    scaled_rules, scrape_families)
+from .stack import (
+    ROOT,
+    Alertmanager,
+    Collector,
+    Prometheus,
+    Webhook,
+    collector_binary,
+    fleet_total,
+    run_fleet,
+    scaled_rules,
+    scrape_families,
+)
 
 # Rules 2m -> 4s, 10m -> 20s; Alertmanager group_wait 30s -> 1s. OTEL_LIVENESS_RULES_SCALE=1 runs the
 # storm test with the shipped rules, 15 s scrapes and the shipped Alertmanager waits (about 6 minutes):
@@ -121,7 +131,8 @@ def test_short_lived_fleet_counts_like_one_long_lived_process(stack: Stack) -> N
         seconds = int(end - start[job]) + 1
         m = measured[job] = {
             "attempts": prom.at(f"sum(increase(liveness_attempts_total{{{sel}}}[{window}]))", end) or 0.0,
-            "raw_silence": prom.at(f'sum(increase(liveness_attempts_total{{{sel},liveness_attempt_outcome="raw_silence"}}[{window}]))', end) or 0.0,
+            "raw_silence": prom.at(
+                f'sum(increase(liveness_attempts_total{{{sel},liveness_attempt_outcome="raw_silence"}}[{window}]))', end) or 0.0,
             "requests": prom.at(f"sum(increase(liveness_requests_total{{{sel}}}[{window}]))", end) or 0.0,
             "retries": prom.at(f"sum(increase(liveness_retries_total{{{sel}}}[{window}]))", end) or 0.0,
             "heartbeats": prom.at(f"sum(increase(liveness_heartbeats_total{{{sel}}}[{window}]))", end) or 0.0,

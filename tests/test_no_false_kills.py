@@ -112,7 +112,7 @@ def test_a_compressed_stream_completes_with_heartbeats_and_content_classified(va
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
 def test_a_stall_after_content_under_gzip_is_a_truncation_with_the_exact_decoded_prefix(variant, provider) -> None:  # type: ignore[no-untyped-def]
-    url = provider.add("gz-stall", [compressed([s.Headers(), *REPLY[:4]]) + [s.Stall()]])
+    url = provider.add("gz-stall", [[*compressed([s.Headers(), *REPLY[:4]]), s.Stall()]])
     result = run(variant, FAST, url + URL)  # raw bytes: what the transport released
     assert isinstance(result.error, StreamTruncated) and result.error.cause == "raw_silence"
     assert provider.attempts("gz-stall") == 1  # content was released: never produced twice
@@ -223,7 +223,7 @@ def test_sdk_paused_reader_completes(kind: str, provider: Any) -> None:
 @pytest.mark.parametrize("kind", SDK)
 def test_sdk_gzip_stream_completes_and_its_stall_is_a_truncation(kind: str, provider: Any) -> None:
     reply = anthropic_reply("Zipped.", think_pings=2)
-    url = provider.add("sdk-gz", [compressed([s.Headers(), *reply]), compressed([s.Headers(), *REPLY[:4]]) + [s.Stall()]])
+    url = provider.add("sdk-gz", [compressed([s.Headers(), *reply]), [*compressed([s.Headers(), *REPLY[:4]]), s.Stall()]])
     text, report = via_sdk(kind, url, FAST)
     assert text == "Zipped." and report["attempts"][0]["heartbeats"] == 2
     with pytest.raises(Exception) as caught:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from .otlp_receiver import OTLPReceiver
-from .stack import ROOT, Collector, Prometheus, collector_binary, free_port, run_fleet, fleet_total, scaled_rules
+from .stack import ROOT, Collector, Prometheus, collector_binary, fleet_total, run_fleet, scaled_rules
 
 AGENT = ROOT / "collector" / "topology" / "agent.yaml"
 
@@ -175,7 +175,7 @@ def test_a_process_moving_between_gateways_counts_once(topo: Topology) -> None:
             PeriodicExportingMetricReader(exporter, export_interval_millis=300)])
         hook = TelemetryHook(meter_provider=meter_provider, logs=False)
         sent = 0
-        for i in range(requests):
+        for _i in range(requests):
             key = f"move-{gateway.ports['http']}-{time.monotonic_ns()}"
             provider.add(key, Scenario(scenario.script(0.01)))
             transport = otel_liveness.wrap(httpx2.HTTPTransport(), scaled_policy(0.01, shadow=False, wall=None),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry import metrics
 
@@ -130,7 +130,13 @@ def delta_temporality() -> dict[type, Any]:
     ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=delta``): counters and histograms delta,
     up-down counters cumulative."""
     from opentelemetry.sdk.metrics import (
-        Counter, Histogram, ObservableCounter, ObservableGauge, ObservableUpDownCounter, UpDownCounter)
+        Counter,
+        Histogram,
+        ObservableCounter,
+        ObservableGauge,
+        ObservableUpDownCounter,
+        UpDownCounter,
+    )
     from opentelemetry.sdk.metrics.export import AggregationTemporality
 
     delta, cumulative = AggregationTemporality.DELTA, AggregationTemporality.CUMULATIVE
@@ -158,10 +164,12 @@ def otlp_http(endpoint: str, *, service_name: str = "otel-liveness", export_inte
     # would carry stale exemplars) and drops them; exemplars come from the gateway's sampled spans,
     # so that every one links a trace that tail sampling kept.
     meter_provider = MeterProvider(resource=resource, exemplar_filter=AlwaysOffExemplarFilter(), metric_readers=[
-        PeriodicExportingMetricReader(metric_exporter, export_interval_millis=export_interval_ms)])
+        # The wrappers have the SDK exporters' interface without subclassing them (this module must
+        # import without the SDK): typed as what they stand in for.
+        PeriodicExportingMetricReader(cast(Any, metric_exporter), export_interval_millis=export_interval_ms)])
     span_exporter = DropCountingSpanExporter(OTLPSpanExporter(endpoint=base + "/v1/traces", timeout=timeout_s),
                                              meter_provider)
     metric_exporter.bind(meter_provider)  # the provider exists only once its reader wraps the exporter
     tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter, schedule_delay_millis=200))
+    tracer_provider.add_span_processor(BatchSpanProcessor(cast(Any, span_exporter), schedule_delay_millis=200))
     return tracer_provider, meter_provider, span_exporter, metric_exporter
