@@ -1,7 +1,7 @@
 """Event-stream scanner throughput beside botocore's ``EventStreamBuffer`` (the decoder the
 anthropic SDK's Bedrock client uses).
 
-Same bytes (realistic Bedrock ``InvokeModelWithResponseStream`` chunk messages, 260-400 bytes
+Same bytes (realistic Bedrock ``InvokeModelWithResponseStream`` chunk messages, about 200-400 bytes
 each: the three service headers, ``{"bytes": <base64 Anthropic event>, "p": <padding>}``), same
 chunking, same process, interleaved rounds; reports ns/message for each and the median of the
 per-round ratios ours/botocore, for several read sizes: ``msg`` is one message per read (a live
