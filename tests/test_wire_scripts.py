@@ -192,3 +192,24 @@ def test_openrouter_reply_processing_comments_and_mid_stream_error() -> None:
     assert [json.loads(d)["choices"][0]["finish_reason"] for _, d in everything] == [None, None, None, "error"]
     clean = sse_frames(openrouter_reply("ab", deltas=2))
     assert clean[-1] == (None, b"[DONE]")
+
+
+# -- the simulated provider serves them ----------------------------------------------------------
+
+
+def test_simulated_provider_serves_an_event_stream_and_redacts_cloud_credentials() -> None:
+    import httpx2
+
+    from otel_liveness.testing import SimulatedProvider
+
+    with SimulatedProvider() as sim:
+        url = sim.add("bedrock", [[BEDROCK_HEADERS, *bedrock_reply("Hi", deltas=2)]])
+        with httpx2.Client() as client:
+            response = client.post(f"{url}/model/m/invoke-with-response-stream", content=b"{}",
+                                   headers={"x-goog-api-key": "secret-1", "x-amz-security-token": "secret-2",
+                                            "authorization": "secret-3"})
+        assert response.headers["content-type"] == CONTENT_TYPE
+        assert [m.event_type for m in EventStreamScanner().feed(response.content)] == ["chunk"] * 7  # start, block start, 2 deltas, block stop, message delta, stop
+        (log,) = sim.requests("bedrock")
+        assert "secret" not in json.dumps(log.headers)
+        assert log.path == "/s/bedrock/model/m/invoke-with-response-stream"
