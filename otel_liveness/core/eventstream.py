@@ -134,6 +134,8 @@ class EventStreamScanner:
         for message in scanner.feed(chunk):
             ...
         scanner.close()   # raises CorruptFrame(what="truncated") if a message was cut short
+
+    ``pending`` is the bytes held for an incomplete message, ``messages`` the count decoded so far.
     """
 
     __slots__ = ("max_message_bytes", "_buf", "_total", "_fed", "_error", "_cache", "messages")
