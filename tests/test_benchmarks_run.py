@@ -39,3 +39,14 @@ def test_interleaved_pairing_reads_both_streams_to_the_end_and_closes_them() -> 
     assert len(made) == 8 and all(s.read == s.n for s in made)  # warm-up round + 3, both sides each
     assert sorted(closed) == ["plain"] * 4 + ["wrapped"] * 4
     assert result["plain_s"] >= 0 and result["wrapped_s"] >= 0 and result["ratio_median"] > 0
+
+
+def test_eventstream_benchmark_counts_agree_at_every_read_size() -> None:
+    from benchmarks.bench_eventstream import bedrock_messages, chunked, run_botocore, run_ours, run_ours_inner
+
+    wire = bedrock_messages(300)
+    assert all(150 <= len(m) <= 450 for m in wire)  # realistic Bedrock chunk sizes
+    for size in ("msg", 97, 1024, 65536):
+        chunks = chunked(wire, size)
+        assert b"".join(chunks) == b"".join(wire)
+        assert run_ours(chunks) == run_ours_inner(chunks) == run_botocore(chunks) == 300

@@ -4,7 +4,8 @@
 
     LivenessError                      base of everything below
     ├── MalformedStream                the body is not the wire format the provider speaks
-    │   └── FrameTooLarge              one SSE line/frame exceeded the configured bound
+    │   ├── FrameTooLarge              one SSE line/frame or event-stream message exceeded the bound
+    │   └── CorruptFrame               a binary frame failed validation (CRC, length, header, cut short)
     ├── InvalidPolicy (ValueError)     a Policy field or OTEL_LIVENESS_* variable is wrong
     ├── StreamTruncated                content was released, then the stream died; carries the prefix
     ├── ProviderError                  the retry budget is spent; names attempts and the last cause
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "CorruptFrame",
     "FrameTooLarge",
     "InvalidPolicy",
     "LivenessError",
@@ -42,16 +44,46 @@ class LivenessError(Exception):
 
 
 class MalformedStream(LivenessError):
-    """The response body could not be read as the provider's wire format."""
+    """The response body could not be read as the provider's wire format.
+
+    ``decoded`` is set by decoders that return whole units per call (the event-stream scanner):
+    the units the failing call completed before the fault, so that no decoded unit is lost and the
+    units seen are the same however the bytes were split into reads. Empty otherwise.
+    """
+
+    decoded: tuple[Any, ...] = ()
 
 
 class FrameTooLarge(MalformedStream):
-    """An SSE line or frame grew past the configured bound (``max_frame_bytes``)."""
+    """An SSE line or frame, or an event-stream message, grew past the configured bound
+    (``max_frame_bytes`` / ``max_message_bytes``)."""
 
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"SSE frame of at least {size} bytes exceeds the bound of {limit} bytes")
+    def __init__(self, size: int, limit: int, *, what: str = "SSE frame") -> None:
+        super().__init__(f"{what} of at least {size} bytes exceeds the bound of {limit} bytes")
         self.size = size
         self.limit = limit
+
+
+class CorruptFrame(MalformedStream):
+    """A length-prefixed binary frame (an ``application/vnd.amazon.eventstream`` message) failed
+    validation.
+
+    ``what`` names the check that failed: ``prelude_crc`` or ``message_crc`` (then ``expected`` is
+    the CRC the frame carries and ``actual`` the one computed), ``length`` (a total or headers
+    length the format cannot have; ``actual`` is the offending value), ``header`` (a header of an
+    unknown type, running past the headers section, duplicated, or with a name or string value
+    that is not UTF-8) or ``truncated`` (the stream ended inside a frame: ``actual`` is the bytes
+    held, ``expected`` the frame's total length when its prelude had arrived, else ``None``).
+    ``offset`` is the stream offset of the frame's first byte.
+    """
+
+    def __init__(self, what: str, message: str, *, offset: int, expected: int | None = None,
+                 actual: int | None = None) -> None:
+        super().__init__(f"corrupt frame at byte {offset} ({what}): {message}")
+        self.what = what
+        self.offset = offset
+        self.expected = expected
+        self.actual = actual
 
 
 class InvalidPolicy(LivenessError, ValueError):

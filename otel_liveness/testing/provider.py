@@ -17,7 +17,7 @@ from .steps import Close, HangBeforeHeaders, Headers, Raw, Reset, Sleep, Stall, 
 
 __all__ = ["RequestLog", "Scenario", "SimulatedProvider"]
 
-_REDACT = {"x-api-key", "authorization", "cookie", "api-key"}
+_REDACT = {"x-api-key", "authorization", "cookie", "api-key", "x-goog-api-key", "x-amz-security-token"}
 
 
 @dataclass
