@@ -275,6 +275,10 @@ def _deliver(engine: Engine, start: float, chunk: Chunk) -> Command | bytes:
     if data is None:
         return engine.eof(t)
     if data == "end":
+        # The attempt ended here without a byte: a deadline the live read ended at (with the
+        # engine's tolerance for timers that fire a hair early) is judged now.
+        if engine.woke(t, start):
+            return engine.timed_out(t, TimeoutError("replayed read timeout"))
         return READ
     if isinstance(data, str):
         kind = IOFailure.CONNECT if data == "connect_error" else IOFailure.READ
