@@ -24,7 +24,7 @@ with atheris.instrument_imports():
     from otel_liveness.core.sse import SSEScanner
 
 BOUND = 512
-PROVIDERS = sorted(PROFILES)
+PROVIDERS = sorted(name for name, profile in PROFILES.items() if profile.framing == "sse")
 
 
 def scan(data: bytes, cuts: list[int], provider: str) -> tuple[list[tuple[object, bytes]], list[str]] | None:

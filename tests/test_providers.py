@@ -132,11 +132,19 @@ def test_error_facts_never_carry_the_message() -> None:
     [
         ("api.anthropic.com", "/v1/messages", "anthropic"),
         ("127.0.0.1", "/v1/messages", "anthropic"),
-        ("bedrock-runtime.example", "/model/x/invoke-with-response-stream", "sse"),
+        ("bedrock-runtime.us-east-1.amazonaws.com", "/model/anthropic.claude-x/invoke-with-response-stream", "bedrock"),
+        ("127.0.0.1", "/model/anthropic.claude-x/invoke-with-response-stream", "bedrock"),  # a proxy: by path
+        ("bedrock-runtime.us-east-1.amazonaws.com", "/model/m/converse-stream", "bedrock-converse"),
+        ("us-east5-aiplatform.googleapis.com",
+         "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude:streamRawPredict", "vertex"),
+        ("127.0.0.1", "/v1/projects/p/locations/r/publishers/anthropic/models/claude:streamRawPredict", "vertex"),
         ("api.openai.com", "/v1/chat/completions", "openai-chat"),
-        ("openrouter.ai", "/api/v1/chat/completions", "openai-chat"),
+        ("openrouter.ai", "/api/v1/chat/completions", "openrouter"),
         ("api.openai.com", "/v1/responses", "openai-responses"),
-        ("generativelanguage.googleapis.com", "/v1beta/models/g:streamGenerateContent", "sse"),
+        ("generativelanguage.googleapis.com", "/v1beta/models/g:streamGenerateContent", "gemini"),
+        ("us-central1-aiplatform.googleapis.com",
+         "/v1beta1/projects/p/locations/l/publishers/google/models/g:streamGenerateContent", "gemini"),
+        ("127.0.0.1", "/some/custom/stream", "sse"),
     ],
 )
 def test_select_provider(host: str, path: str, provider: str) -> None:
@@ -156,8 +164,10 @@ def test_fast_block_classification_matches_frame_classification() -> None:
               b'event: ping\ndata: {"type": "ping"}\r\n\r\n', b"data: [DONE]\n\n",
               b'data: {"error": {"type": "server_error"}}\n\n', b"id: 3\n\n"]
 
+    sse = sorted(name for name, profile in PROFILES.items() if profile.framing == "sse")
+
     @settings(max_examples=150, deadline=None)
-    @given(st.lists(st.sampled_from(pieces), max_size=8), st.sampled_from(sorted(PROFILES)), st.integers(1, 64))
+    @given(st.lists(st.sampled_from(pieces), max_size=8), st.sampled_from(sse), st.integers(1, 64))
     def check(parts: list[bytes], provider: str, size: int) -> None:
         wire = b"".join(parts)
         slow_scanner, fast_scanner = SSEScanner(), SSEScanner()

@@ -112,7 +112,8 @@ class AttemptClock:
     """Liveness state of one attempt.
 
     ``raw_idle``: the raw-silence bound, the ceiling of the learned one (``None`` = exempt, e.g.
-    non-streaming); ``first_byte``: the bound from the request being sent to the first body byte
+    non-streaming); ``keepalive_idle``: for a wire-silent provider, the (shorter) bound that
+    applies once a heartbeat was seen; ``first_byte``: the bound from the request being sent to the first body byte
     (``None``: the raw bound applies from the start); ``notice_every``: notice cadence (``None`` =
     no notices); ``semantic_timeout`` (``None`` = never fail on semantic silence);
     ``wall_deadline``/``wall_budget``: the request's absolute deadline on the same time base and
@@ -132,6 +133,7 @@ class AttemptClock:
         "heartbeat_gaps",
         "heartbeats",
         "heartbeats_since_semantic",
+        "keepalive_idle",
         "last_heartbeat",
         "last_raw",
         "last_semantic",
@@ -157,6 +159,7 @@ class AttemptClock:
         now: float,
         *,
         raw_idle: float | None,
+        keepalive_idle: float | None = None,
         first_byte: float | None = None,
         notice_every: float | None = None,
         semantic_timeout: float | None = None,
@@ -165,6 +168,7 @@ class AttemptClock:
         adaptive: tuple[float, float | None] | None = None,
     ) -> None:
         self.raw_idle = raw_idle
+        self.keepalive_idle = keepalive_idle
         self.first_byte_bound = first_byte
         self.notice_every = notice_every
         self.semantic_timeout = semantic_timeout
@@ -293,6 +297,7 @@ class AttemptClock:
             self.max_semantic_gap = gap
         self._raw(now)
         self.raw_idle = None
+        self.keepalive_idle = None
         self.first_byte_bound = None
         self.notice_every = None
         self.semantic_timeout = None
@@ -312,8 +317,11 @@ class AttemptClock:
         return self.adaptive_floor is not None
 
     def raw_bound(self) -> float | None:
-        """The raw-silence bound a read is judged by now (``None``: none)."""
+        """The raw-silence bound a read is judged by now (``None``: none). A wire-silent provider's
+        (``keepalive_idle`` set) becomes the keep-alive bound once its wire showed a heartbeat."""
         ceiling = self.raw_idle
+        if self.keepalive_idle is not None and self.heartbeats and ceiling is not None:
+            ceiling = min(ceiling, self.keepalive_idle)
         if ceiling is None or self.adaptive_floor is None or self.heartbeat_gaps == 0:
             return ceiling
         gap = self.max_heartbeat_gap

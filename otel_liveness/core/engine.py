@@ -42,7 +42,6 @@ from enum import StrEnum
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from . import errors as E
-from .anthropic import decode_partial
 from .clocks import AttemptClock, Notice, RawSilenceExpired, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
@@ -59,14 +58,14 @@ from .events import (
     SemanticNotice,
     Verdict,
 )
+from .framing import Framer, SSEFramer, framer_for
 from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
 from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, Phase, RequestReport, StopReason
 from .policy import Policy
-from .providers import PREFIX, StreamFacts, profile_for
+from .providers import PREFIX, PROFILES, profile_for, semconv_provider
 from .request import RequestFacts
 from .retry import Decision, Failure, FailureKind, GiveUp, Reject, Retry, RetryState, attempt_outcome, decide
-from .sse import SSEScanner, parse_block
 
 __all__ = ["Engine", "IOFailure"]
 
@@ -78,6 +77,7 @@ _INF = float("inf")
 #: A read cut this close before a deadline is judged at the deadline (timers may fire a hair early).
 TOLERANCE = 0.005
 _SSE = "text/event-stream"
+_EVENTSTREAM = "application/vnd.amazon.eventstream"
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -116,9 +116,11 @@ class _Attempt:
         if policy.raw_idle_adaptive and engine.cadence is not None:
             learned = engine.cadence.learned(engine.facts.host)
         first_byte = policy.first_byte_bound(engine.facts.body_size, raw) if streaming else None
+        keepalive = policy.raw_idle_timeout if streaming and not engine.profile.keepalives else None
         self.clock = AttemptClock(
             now,
             raw_idle=raw,
+            keepalive_idle=keepalive,
             first_byte=first_byte,
             notice_every=policy.semantic_notice_interval,
             semantic_timeout=policy.semantic_timeout,
@@ -127,8 +129,7 @@ class _Attempt:
             adaptive=(policy.raw_idle_floor, learned) if policy.raw_idle_adaptive and streaming else None,
         )
         self.record.first_byte_bound = first_byte
-        self.scanner = SSEScanner(policy.max_frame_bytes)
-        self.facts = StreamFacts()
+        self.framer: Framer = SSEFramer(engine.profile, policy.max_frame_bytes)  # set by the headers
         self.streaming = streaming  # judged as a stream (SSE) rather than an opaque body
         self.decoder: Decoder | None = None
         self.held: list[bytes] = []
@@ -198,6 +199,7 @@ class Engine:
             wall_budget=policy.wall_timeout,
             shadow=policy.shadow,
             model=facts.model,
+            provider_name=semconv_provider(provider, facts.host),
         )
         self.published: dict[str, Any] = {}
         self.retry_state = RetryState()
@@ -261,7 +263,8 @@ class Engine:
                 k: headers[k] for k in ("content-type", "content-encoding") if k in headers}}))
         record = attempt.record
         record.status = status
-        record.request_id = (headers.get("request-id") or headers.get("x-request-id") or "")[:128] or None
+        record.request_id = (headers.get("request-id") or headers.get("x-request-id")
+                             or headers.get("x-amzn-requestid") or "")[:128] or None
         if status >= 400 or (headers.get("x-should-retry") == "true" and status >= 300):
             failure = Failure(FailureKind.STATUS, attempt.clock.phase, status=status, headers=dict(headers))
             return self._failed(now, failure, status_response=True)
@@ -269,9 +272,14 @@ class Engine:
             self._conclude(now, AttemptOutcome.REDIRECTED, None, StopReason.REDIRECTED, None)
             return self._respond(passthrough=True)
         content_type = headers.get("content-type", "").lower()
-        if content_type.startswith(_SSE):
+        if content_type.startswith(_EVENTSTREAM) and self.profile.framing != "eventstream":
+            self.profile = PROFILES["bedrock"]  # the response says what the URL did not
+            self.report.provider = self.profile.name
+            self.report.provider_name = semconv_provider(self.profile.name, self.facts.host)
+        if content_type.startswith(_SSE) or content_type.startswith(_EVENTSTREAM):
             if not self.facts.streaming:
                 attempt.streaming = True  # found late: scanned, but keeps the non-streaming raw bound
+            attempt.framer = framer_for(self.profile, self.policy.max_frame_bytes, content_type)
             encoding = headers.get("content-encoding", "")
             if encoding:
                 try:
@@ -469,7 +477,7 @@ class Engine:
             attempt.committed = True  # an opaque body is released as it arrives
             return self._release(attempt, chunk, chunk)
         data = attempt.decoder.decode(chunk) if attempt.decoder is not None else chunk
-        kinds = self.profile.classify_blocks(attempt.scanner.feed_blocks(data), attempt.facts)
+        kinds = attempt.framer.feed(data)
         return self._judge(now, attempt, chunk, data, kinds)
 
     def _judge(self, now: float, attempt: _Attempt, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> bytes:
@@ -535,7 +543,7 @@ class Engine:
         content_first = _SEMANTIC in kinds[:first_error] or _END in kinds[:first_error]
         splittable = attempt.decoder is None
         committed = attempt.committed or (content_first and splittable)
-        failure = Failure(FailureKind.ERROR_EVENT, attempt.clock.phase, committed, error_type=attempt.facts.error_type)
+        failure = Failure(FailureKind.ERROR_EVENT, attempt.clock.phase, committed, error_type=attempt.framer.facts.error_type)
         if self.enforce:
             attempt.error = failure
         elif attempt.observed is None:
@@ -550,27 +558,11 @@ class Engine:
             return b""  # pre-content: the whole attempt is discarded and retried
         if not splittable:
             return b""
-        head = chunk[: self._error_offset(chunk)]
+        head = chunk[: attempt.framer.error_offset(chunk)]
         if not attempt.committed:
             self._commit(attempt)
             head = self._take_held(attempt) + head
         return self._release(attempt, head, head)
-
-    def _error_offset(self, chunk: bytes) -> int:
-        """Where the first error frame starts in the raw ``chunk`` (0 if it began in an earlier read)."""
-        profile = self.profile
-        frames: list[Any] = []
-        probe = StreamFacts()
-        for block in SSEScanner(1 << 62).feed_blocks(chunk + b"\n\n"):
-            frames.clear()
-            parse_block(block, frames)
-            if any(profile.classify(f, probe) is _ERROR for f in frames):
-                for candidate in (block, block.replace(b"\n", b"\r\n"), block.replace(b"\n", b"\r")):
-                    pos = chunk.find(candidate)
-                    if pos >= 0:
-                        return pos
-                return 0
-        return 0
 
     def _close_stream(self, now: float, attempt: _Attempt) -> bytes:
         """The end of a scanned body: the last frames, and whether the reply is whole. A final
@@ -580,15 +572,14 @@ class Engine:
         data = b""
         if attempt.decoder is not None:
             data = attempt.decoder.flush()
-        blocks = attempt.scanner.feed_blocks(data) if data else []
-        blocks += attempt.scanner.close_blocks(complete_lines=True)
+        kinds = attempt.framer.feed(data) if data else []
+        kinds += attempt.framer.close()
         release = b""
-        if blocks:
-            kinds = self.profile.classify_blocks(blocks, attempt.facts)
+        if kinds:
             release = self._judge(now, attempt, tail, data, kinds)
         if attempt.error is not None:
             return release
-        if not attempt.done and attempt.facts.stop_reason is not None and attempt.committed:
+        if not attempt.done and attempt.framer.facts.stop_reason is not None and attempt.committed:
             attempt.done = True
             attempt.completion = Completion.FINISH_THEN_EOF
         if not attempt.done and self.profile.eof_is_end:
@@ -627,7 +618,8 @@ class Engine:
             and attempt.observed is None
             and attempt.capture is None
             and not attempt.ended
-            and attempt.scanner.idle
+            and isinstance(attempt.framer, SSEFramer)
+            and attempt.framer.idle
         ):
             horizon, step, wall = attempt.clock.steady()
             lane.open(horizon, step, wall, attempt.clock.last_raw, attempt.prefix_room)
@@ -787,7 +779,7 @@ class Engine:
         kind = cause.split(":")[0]
         self._conclude(now, AttemptOutcome.TRUNCATED, _error_type(failure), StopReason.TRUNCATED, cause)
         prefix = b"".join(attempt.prefix)
-        partial = decode_partial(prefix) if self.profile.name == "anthropic" else None
+        partial = attempt.framer.partial(prefix)
         return Fail(
             E.StreamTruncated,
             kind,
@@ -906,13 +898,14 @@ class Engine:
         record.bytes_received = clock.bytes
         record.completion = attempt.completion if outcome is AttemptOutcome.COMPLETED else None
         record.committed = attempt.committed
-        record.response_id = attempt.facts.response_id
-        record.usage = dict(attempt.facts.usage)
-        record.stop_detail = attempt.facts.stop_reason
-        if attempt.facts.model and not self.report.model:
-            self.report.model = attempt.facts.model
-        if attempt.facts.stop_reason:
-            self.report.stop_detail = attempt.facts.stop_reason
+        facts = attempt.framer.facts
+        record.response_id = facts.response_id
+        record.usage = dict(facts.usage)
+        record.stop_detail = facts.stop_reason
+        if facts.model and not self.report.model:
+            self.report.model = facts.model
+        if facts.stop_reason:
+            self.report.stop_detail = facts.stop_reason
 
     def _end(self, now: float, stop: StopReason, cause: str | None) -> None:
         """The request is over (exactly once; later calls are ignored)."""

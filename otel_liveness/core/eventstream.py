@@ -88,10 +88,12 @@ _HEADER_CACHE_MAX = 64
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One event-stream message: its decoded ``headers`` and its raw ``payload``."""
+    """One event-stream message: its decoded ``headers``, its raw ``payload``, and ``offset``, where
+    it began in the stream (bytes fed before its first byte)."""
 
     headers: dict[str, object]
     payload: bytes
+    offset: int = 0
 
     def _str(self, name: str) -> str | None:
         value = self.headers.get(name)
@@ -118,11 +120,12 @@ class Message:
         return self._str(":content-type")
 
 
-# The scanner's hot path fills the two slots directly (the frozen dataclass __init__ costs
+# The scanner's hot path fills the slots directly (the frozen dataclass __init__ costs
 # twice as much); the result is the same immutable Message.
 _new_message = object.__new__
 _set_headers: Callable[[Message, dict[str, object]], None] = vars(Message)["headers"].__set__
 _set_payload: Callable[[Message, bytes], None] = vars(Message)["payload"].__set__
+_set_offset: Callable[[Message, int], None] = vars(Message)["offset"].__set__
 
 
 class EventStreamScanner:
@@ -218,6 +221,7 @@ class EventStreamScanner:
                 _set_headers(message, headers.copy() if headers is not None
                              else self._headers(chunk, pos + _PRELUDE_LEN, hend, fed + pos))
                 _set_payload(message, chunk[hend : end - 4])
+                _set_offset(message, fed + pos)
                 out.append(message)
                 pos = end
             if pos < n:
@@ -276,7 +280,7 @@ class EventStreamScanner:
             headers = self._headers(data, pos + _PRELUDE_LEN, hend, offset)
         else:
             headers = headers.copy()
-        return Message(headers, data[hend : end - 4])
+        return Message(headers, data[hend : end - 4], offset)
 
     def _headers(self, data: bytes, p: int, end: int, offset: int) -> dict[str, object]:
         """Decode the headers section ``data[p:end]`` (and remember it for the next message)."""

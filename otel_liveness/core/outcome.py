@@ -161,7 +161,7 @@ class RequestReport:
     through :meth:`to_dict`. Compared (and hashed) by identity: hooks may key their per-request
     state by it."""
 
-    provider: str
+    provider: str  # the wire profile (anthropic, bedrock, openai-chat, gemini, ...)
     streaming: bool
     attempts: list[AttemptRecord] = field(default_factory=list)
     stop_reason: StopReason | None = None
@@ -171,6 +171,7 @@ class RequestReport:
     shadow: bool = False
     model: str | None = None
     stop_detail: str | None = None  # e.g. the provider's stop_reason ("end_turn", "tool_use")
+    provider_name: str = ""  # the GenAI conventions' gen_ai.provider.name (anthropic, aws.bedrock, openai...)
 
     @property
     def retries(self) -> int:

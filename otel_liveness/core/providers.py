@@ -1,24 +1,38 @@
-"""Provider classification: each SSE frame becomes one :class:`~.outcome.FrameKind`.
+"""Provider classification: each SSE frame (or event-stream message) becomes one
+:class:`~.outcome.FrameKind`.
 
 A profile classifies by the event name (a dict lookup) and looks into the payload only for the
 few frames telemetry needs -- the response id and model (once), the stop reason, usage and error
 type -- so a text delta costs no JSON parse.
 
-=================  ======================  ===============================  ==================
-provider           heartbeat               preamble / semantic              end / error
-=================  ======================  ===============================  ==================
-anthropic          ``ping``, comments      ``message_start`` / block        ``message_stop`` /
-                                           start/delta/stop, message_delta  ``error``
-openai-chat        comments                role-only first chunk / chunks   ``[DONE]`` /
-                                           with content, tool calls,        ``{"error": ...}``
-                                           reasoning or a finish reason
-openai-responses   comments, ``keepalive``  ``response.created``,            ``response.completed``,
-                                           ``.in_progress`` / the rest      ``.incomplete`` /
-                                                                            ``response.failed``, ``error``
-sse (generic)      comments, ``ping``,     - / any data frame               ``[DONE]`` or EOF /
-                   ``keepalive``,                                           ``error``
-                   ``heartbeat``
-=================  ======================  ===============================  ==================
+==================  ======================  ===============================  ==================
+provider            heartbeat               preamble / semantic              end / error
+==================  ======================  ===============================  ==================
+anthropic, vertex   ``ping``, comments      ``message_start`` / block        ``message_stop`` /
+                                            start/delta/stop, message_delta  ``error``
+bedrock             (none observed)         the Anthropic events inside      the Anthropic ones /
+                                            ``chunk`` messages               exception messages
+bedrock-converse    (none observed)         ``messageStart`` / content       ``messageStop`` /
+                                            block start/delta/stop           exception messages
+openai-chat         comments                role-only first chunk / chunks   ``[DONE]`` /
+                                            with content, tool calls,        ``{"error": ...}``
+                                            reasoning or a finish reason
+openrouter          comments                as openai-chat                   as openai-chat /
+                                                                             ``finish_reason: error``
+openai-responses    comments, ``keepalive``  ``response.created``,            ``response.completed``,
+                                            ``.in_progress`` / the rest      ``.incomplete`` /
+                                                                             ``response.failed``, ``error``
+gemini              comments                no parts / parts (text,          (finish reason, then
+                                            thought, functionCall)           EOF) / ``{"error"}``
+sse (generic)       comments, ``ping``,     - / any data frame               ``[DONE]`` or EOF /
+                    ``keepalive``,                                           ``error``
+                    ``heartbeat``
+==================  ======================  ===============================  ==================
+
+A provider is chosen by :func:`select_provider` from the request's host and path (Bedrock's
+``/model/{id}/invoke-with-response-stream`` and ``/converse-stream``, Vertex's
+``:streamRawPredict``, Gemini's ``:streamGenerateContent``, ``openrouter.ai``, ``/messages``,
+``/chat/completions``, ``/responses``), unless ``Policy.provider`` names one.
 """
 
 from __future__ import annotations
@@ -28,19 +42,27 @@ import operator
 import re
 from typing import Any, ClassVar
 
+from .eventstream import Message, decode_chunk
 from .outcome import FrameKind
 from .sse import COMMENT, Frame, parse_block
 
 __all__ = [
     "PROFILES",
     "AnthropicProfile",
+    "BedrockConverseProfile",
+    "BedrockProfile",
+    "GeminiProfile",
     "GenericSSEProfile",
     "OpenAIChatProfile",
     "OpenAIResponsesProfile",
+    "OpenRouterProfile",
     "ProviderProfile",
     "StreamFacts",
+    "VertexAnthropicProfile",
     "profile_for",
     "select_provider",
+    "semconv_provider",
+    "streams_by_url",
 ]
 
 HEARTBEAT = FrameKind.HEARTBEAT
@@ -109,12 +131,16 @@ def _error_type(payload: Any) -> str:
 
 class ProviderProfile:
     """Base profile. ``keepalives`` says whether the provider sends bytes while a model thinks
-    (it decides which raw-idle bound applies); ``eof_is_end`` whether a clean EOF completes a
-    reply that has no end frame."""
+    (it decides which raw-idle bound applies: a wire-silent provider gets the keep-alive bound
+    only once its wire showed a keep-alive); ``eof_is_end`` whether a clean EOF completes a
+    reply that has no end frame; ``framing`` is ``sse`` or ``eventstream``; ``semconv_name`` the
+    GenAI conventions' ``gen_ai.provider.name``."""
 
     name = "sse"
     keepalives = True
     eof_is_end = False
+    framing = "sse"
+    semconv_name = "_OTHER"
     #: Blocks whose first :data:`PREFIX` bytes are a key here are classified without parsing: only
     #: frequent events that carry no fact (pings, content deltas) belong in it.
     fast: ClassVar[dict[bytes, FrameKind]] = {}
@@ -126,6 +152,14 @@ class ProviderProfile:
 
     def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def classify_message(self, message: Message, facts: StreamFacts) -> FrameKind:  # pragma: no cover
+        """The kind of one event-stream message (``framing == "eventstream"`` profiles)."""
+        raise NotImplementedError
+
+    def inner_events(self, message: Message) -> bytes | None:  # pragma: no cover
+        """An event-stream message's content as the SSE frame it wraps, if it wraps one."""
+        return None
 
     def classify_blocks(self, blocks: list[bytes], facts: StreamFacts) -> list[FrameKind]:
         """Kinds of the frames in ``blocks`` (from :meth:`SSEScanner.feed_blocks`), in order.
@@ -164,6 +198,7 @@ _PREFIX_OF = operator.itemgetter(slice(0, PREFIX))
 
 class AnthropicProfile(ProviderProfile):
     name = "anthropic"
+    semconv_name = "anthropic"
     fast: ClassVar[dict[bytes, FrameKind]] = {
         b"event: content_block_delta\n": SEMANTIC,
         b"event: content_block_start\n": SEMANTIC,
@@ -216,6 +251,7 @@ _OPENAI_FINISH = re.compile(rb'"finish_reason"\s*:\s*"([a-z_]{1,32})"')
 
 class OpenAIChatProfile(ProviderProfile):
     name = "openai-chat"
+    semconv_name = "openai"
     keepalives = False  # wire-silent while reasoning models think
 
     def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
@@ -245,8 +281,13 @@ class OpenAIChatProfile(ProviderProfile):
 
 
 class OpenAIResponsesProfile(ProviderProfile):
+    """OpenAI Responses: typed events; ``keepalive`` events (``{"type": "keepalive",
+    "sequence_number": N}``, about every 30 s while a model reasons) are heartbeats -- whether
+    they come with an ``event:`` line or as a bare ``data:`` frame."""
+
     name = "openai-responses"
-    keepalives = False
+    keepalives = False  # wire-silent until a keep-alive shows (then the keep-alive bound applies)
+    semconv_name = "openai"
     _KINDS: ClassVar[dict[str | None, FrameKind]] = {
         COMMENT: HEARTBEAT,
         "keepalive": HEARTBEAT,
@@ -261,6 +302,9 @@ class OpenAIResponsesProfile(ProviderProfile):
 
     def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
         event = frame.event
+        if event is None and frame.data[:1] == b"{":  # a bare data frame: its type says what it is
+            payload = _json(frame.data)
+            event = _str(payload.get("type")) if isinstance(payload, dict) else None
         kind = self._KINDS.get(event)
         if kind is None:
             return SEMANTIC if event and event.startswith("response.") else UNKNOWN
@@ -280,9 +324,70 @@ class OpenAIResponsesProfile(ProviderProfile):
         return kind
 
 
+class OpenRouterProfile(OpenAIChatProfile):
+    """OpenAI Chat Completions as OpenRouter serves it: ``: OPENROUTER PROCESSING`` comments while
+    a model works, and a mid-stream error as a chunk with ``error`` and ``finish_reason: "error"``."""
+
+    name = "openrouter"
+    keepalives = True
+    semconv_name = "openrouter"
+
+    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+        data = frame.data
+        if frame.event != COMMENT and (b'"finish_reason":"error"' in data or b'"finish_reason": "error"' in data):
+            facts.error_type = _error_type(_json(data))
+            if facts.error_type == "unknown":
+                facts.error_type = "server_error"  # a provider failure mid-stream (OpenRouter's own code)
+            return ERROR
+        return super().classify(frame, facts)
+
+
+class GeminiProfile(ProviderProfile):
+    """Gemini ``:streamGenerateContent?alt=sse`` (the Gemini API and Gemini on Vertex AI): bare
+    ``data:`` JSON chunks whose ``candidates[].content.parts`` hold text, thoughts and function
+    calls, the last with a ``finishReason``; no end frame, no keep-alive (silent while thinking);
+    errors as ``data: {"error": {...}}``."""
+
+    name = "gemini"
+    keepalives = False
+    semconv_name = "gcp.gemini"
+
+    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+        if frame.event == COMMENT:
+            return HEARTBEAT
+        payload = _json(frame.data)
+        if not isinstance(payload, dict):
+            return UNKNOWN
+        error = payload.get("error")
+        if isinstance(error, dict):
+            facts.error_type = _str(error.get("status"), 64) or _str(str(error.get("code", "")), 64) or "unknown"
+            return ERROR
+        if facts.response_id is None:
+            facts.response_id = _str(payload.get("responseId"))
+            facts.model = _str(payload.get("modelVersion"))
+        usage = payload.get("usageMetadata")
+        if isinstance(usage, dict):
+            facts.take_usage({"input_tokens": usage.get("promptTokenCount"),
+                              "output_tokens": usage.get("candidatesTokenCount")})
+        kind = PREAMBLE
+        for candidate in payload.get("candidates") or ():
+            if not isinstance(candidate, dict):
+                continue
+            content = candidate.get("content")
+            parts = content.get("parts") if isinstance(content, dict) else None
+            if parts:
+                kind = SEMANTIC
+            finish = _str(candidate.get("finishReason"), 32)
+            if finish:
+                facts.stop_reason = finish
+                kind = SEMANTIC
+        return kind
+
+
 class GenericSSEProfile(ProviderProfile):
     name = "sse"
-    eof_is_end = True  # Gemini alt=sse and most custom servers just close
+    eof_is_end = True  # most custom servers just close
+    semconv_name = "_OTHER"
     _KINDS: ClassVar[dict[str | None, FrameKind]] = {
         COMMENT: HEARTBEAT, "ping": HEARTBEAT, "keepalive": HEARTBEAT, "heartbeat": HEARTBEAT, "error": ERROR,
     }
@@ -296,16 +401,120 @@ class GenericSSEProfile(ProviderProfile):
         return kind
 
 
+class BedrockProfile(ProviderProfile):
+    """Anthropic on AWS Bedrock, ``InvokeModelWithResponseStream``: a binary
+    ``application/vnd.amazon.eventstream`` whose ``chunk`` events carry one Anthropic event each
+    (base64 in ``{"bytes": ...}``), judged by the Anthropic rules; exceptions arrive in-band as
+    ``:message-type: exception`` messages. No keep-alive has been observed on Bedrock: wire-silent
+    unless the wire shows otherwise."""
+
+    name = "bedrock"
+    framing = "eventstream"
+    keepalives = False
+    semconv_name = "aws.bedrock"
+    _anthropic = AnthropicProfile()
+
+    def classify_message(self, message: Message, facts: StreamFacts) -> FrameKind:
+        if message.message_type != "event":
+            facts.error_type = message.exception_type or _str(message.headers.get(":error-code"), 64) or "unknown"
+            return ERROR
+        if message.event_type != "chunk":
+            return UNKNOWN
+        inner = decode_chunk(message.payload)
+        if inner is None:
+            return UNKNOWN
+        payload = _json(inner)
+        kind = payload.get("type") if isinstance(payload, dict) else None
+        if not isinstance(kind, str):
+            return UNKNOWN
+        return self._anthropic.classify(Frame(kind, inner, len(inner)), facts)
+
+    def inner_events(self, message: Message) -> bytes | None:
+        """The Anthropic event of a ``chunk`` message as an SSE frame (for partial content)."""
+        if message.message_type != "event" or message.event_type != "chunk":
+            return None
+        inner = decode_chunk(message.payload)
+        payload = _json(inner) if inner is not None else None
+        if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
+            return None
+        event: str = payload["type"]
+        assert inner is not None
+        return b"event: " + event.encode() + b"\ndata: " + inner + b"\n\n"
+
+
+class BedrockConverseProfile(BedrockProfile):
+    """AWS Bedrock ``ConverseStream``: event-stream messages ``messageStart``,
+    ``contentBlockStart``/``Delta``/``Stop``, ``messageStop`` (the reply's end, with its
+    ``stopReason``), then ``metadata`` (usage)."""
+
+    name = "bedrock-converse"
+    _EVENTS: ClassVar[dict[str, FrameKind]] = {
+        "messageStart": PREAMBLE,
+        "contentBlockStart": SEMANTIC,
+        "contentBlockDelta": SEMANTIC,
+        "contentBlockStop": SEMANTIC,
+        "messageStop": END,
+        "metadata": UNKNOWN,
+    }
+
+    def classify_message(self, message: Message, facts: StreamFacts) -> FrameKind:
+        if message.message_type != "event":
+            return super().classify_message(message, facts)
+        kind = self._EVENTS.get(message.event_type or "", UNKNOWN)
+        if kind is END or message.event_type == "metadata":
+            payload = _json(message.payload)
+            if isinstance(payload, dict):
+                facts.stop_reason = _str(payload.get("stopReason")) or facts.stop_reason
+                usage = payload.get("usage")
+                if isinstance(usage, dict):
+                    facts.take_usage({"input_tokens": usage.get("inputTokens"),
+                                      "output_tokens": usage.get("outputTokens")})
+        return kind
+
+    def inner_events(self, message: Message) -> bytes | None:
+        return None
+
+
+class VertexAnthropicProfile(AnthropicProfile):
+    """Anthropic on Google Vertex AI (``:streamRawPredict``): the Anthropic wire, as is."""
+
+    name = "vertex"
+    semconv_name = "gcp.vertex_ai"
+
+
 PROFILES: dict[str, ProviderProfile] = {
     p.name: p
-    for p in (AnthropicProfile(), OpenAIChatProfile(), OpenAIResponsesProfile(), GenericSSEProfile())
+    for p in (AnthropicProfile(), VertexAnthropicProfile(), BedrockProfile(), BedrockConverseProfile(),
+              OpenAIChatProfile(), OpenAIResponsesProfile(), OpenRouterProfile(), GeminiProfile(), GenericSSEProfile())
 }
+
+#: Paths that stream whatever the request's headers say (Bedrock, Vertex and Gemini requests carry
+#: no ``"stream": true`` and no ``Accept: text/event-stream``).
+_STREAM_SUFFIXES = ("/invoke-with-response-stream", "/converse-stream", ":streamRawPredict", ":streamGenerateContent")
+
+
+def streams_by_url(path: str, query: str = "") -> bool:
+    """Whether the URL alone says the response is a stream."""
+    return path.rstrip("/").endswith(_STREAM_SUFFIXES) or "alt=sse" in query
 
 
 def select_provider(host: str, path: str) -> str:
-    """Choose a wire format from the request's host and path (override with ``Policy.provider``)."""
+    """Choose a wire format from the request's host and path (override with ``Policy.provider``;
+    a response's content type can still switch a generic choice to the event stream)."""
     host = host.lower()
     path = path.rstrip("/")
+    if path.endswith(("/invoke-with-response-stream", "/invoke")) and "/model/" in path:
+        return "bedrock"
+    if path.endswith(("/converse-stream", "/converse")) and "/model/" in path:
+        return "bedrock-converse"
+    if path.endswith((":streamRawPredict", ":rawPredict")) or ("aiplatform.googleapis.com" in host and "/anthropic/" in path):
+        return "vertex"
+    if path.endswith((":streamGenerateContent", ":generateContent")) or host == "generativelanguage.googleapis.com":
+        return "gemini"
+    if host == "openrouter.ai" or host.endswith(".openrouter.ai"):
+        return "openrouter"
+    if host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com"):
+        return "bedrock"
     if path.endswith("/messages") or "anthropic" in host:
         return "anthropic"
     if path.endswith("/chat/completions"):
@@ -313,6 +522,14 @@ def select_provider(host: str, path: str) -> str:
     if path.endswith("/responses"):
         return "openai-responses"
     return "sse"
+
+
+def semconv_provider(profile: str, host: str) -> str:
+    """The GenAI semantic conventions' ``gen_ai.provider.name`` for a request."""
+    name = PROFILES[profile].semconv_name
+    if name == "gcp.gemini" and "aiplatform.googleapis.com" in host.lower():
+        return "gcp.vertex_ai"
+    return name
 
 
 def profile_for(name: str) -> ProviderProfile:

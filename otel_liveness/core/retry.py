@@ -150,6 +150,17 @@ _RETRYABLE_ERROR_TYPES = {
     "timeout_error": RetryReason.REQUEST_TIMEOUT,
     "rate_limit_error": RetryReason.RATE_LIMITED,
     "rate_limit_exceeded": RetryReason.RATE_LIMITED,
+    # AWS Bedrock's in-band exceptions (validationException and the like: rejected)
+    "throttlingException": RetryReason.RATE_LIMITED,
+    "internalServerException": RetryReason.SERVER_ERROR,
+    "serviceUnavailableException": RetryReason.OVERLOADED,
+    "modelStreamErrorException": RetryReason.SERVER_ERROR,
+    "modelTimeoutException": RetryReason.REQUEST_TIMEOUT,
+    # Google's status names (Gemini errors in the stream)
+    "UNAVAILABLE": RetryReason.OVERLOADED,
+    "INTERNAL": RetryReason.SERVER_ERROR,
+    "RESOURCE_EXHAUSTED": RetryReason.RATE_LIMITED,
+    "DEADLINE_EXCEEDED": RetryReason.REQUEST_TIMEOUT,
 }
 
 _KIND_REASON = {

@@ -34,7 +34,6 @@ __all__ = ["TelemetryHook"]
 
 events_log = logging.getLogger("otel_liveness.events")
 
-_OPERATION = {"anthropic": "chat", "openai-chat": "chat", "openai-responses": "chat", "sse": "chat"}
 _VERDICT_EVENT = {
     AttemptOutcome.RAW_SILENCE: S.EVENT_RAW_SILENCE,
     AttemptOutcome.SEMANTIC_TIMEOUT: S.EVENT_SEMANTIC_TIMEOUT,
@@ -159,11 +158,12 @@ class TelemetryHook:
         state = self._state(report)
         state.mode = "shadow" if report.shadow else "enforce"
         state.size_bucket = size_bucket(event.body_size)
-        operation = _OPERATION.get(report.provider, "chat")
+        operation = "chat"
         model = event.model or ""
         state.base = {
             S.GEN_AI_OPERATION_NAME: operation,
-            S.GEN_AI_PROVIDER_NAME: report.provider,
+            S.GEN_AI_PROVIDER_NAME: report.provider_name or report.provider,
+            S.WIRE: report.provider,
             S.HTTP_REQUEST_METHOD: event.method,
             S.SERVER_ADDRESS: event.host,
         }
@@ -171,7 +171,8 @@ class TelemetryHook:
             state.base[S.SERVER_PORT] = event.port
         if model:
             state.base[S.GEN_AI_REQUEST_MODEL] = model
-        state.metric_base = {S.GEN_AI_PROVIDER_NAME: report.provider, S.GEN_AI_REQUEST_MODEL: model or "unknown"}
+        state.metric_base = {S.GEN_AI_PROVIDER_NAME: report.provider_name or report.provider,
+                             S.GEN_AI_REQUEST_MODEL: model or "unknown"}
         if "traceparent" in event.carrier:
             # The SDK's call span (anthropic 2.x) travels in the request's trace headers: attempts
             # nest under it and no request span of ours duplicates it.
@@ -187,7 +188,7 @@ class TelemetryHook:
         state = self._state(event.report)
         state.heartbeat_events = state.heartbeats_coalesced = state.notice_events = state.notices_coalesced = 0
         span = self._tracer.start_span(
-            f"{state.base.get(S.HTTP_REQUEST_METHOD, 'POST')} {event.report.provider}",
+            f"{state.base.get(S.HTTP_REQUEST_METHOD, 'POST')} {event.report.provider_name or event.report.provider}",
             context=state.parent,
             kind=SpanKind.CLIENT,
             attributes={**state.base, S.HTTP_REQUEST_RESEND_COUNT: event.attempt, S.MODE: state.mode},

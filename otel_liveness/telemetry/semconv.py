@@ -61,6 +61,7 @@ COMMITTED: Final = "liveness.committed"
 ENFORCED: Final = "liveness.enforced"  # false in shadow mode
 WALL_BUDGET: Final = "liveness.wall_budget"  # s, the configured budget
 MODE: Final = "liveness.mode"  # "enforce" | "shadow"
+WIRE: Final = "liveness.wire"  # the wire profile: anthropic, vertex, bedrock, bedrock-converse, openai-chat, ...
 
 # -- span event names and their liveness.event.kind values (closed set) ------------------------------
 EVENT_HEARTBEAT: Final = "liveness.heartbeat"

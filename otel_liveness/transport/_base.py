@@ -16,7 +16,7 @@ from ..core.engine import Engine, IOFailure
 from ..core.events import Event, Hook
 from ..core.memory import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
-from ..core.providers import select_provider
+from ..core.providers import select_provider, streams_by_url
 from ..core.request import RequestFacts
 from ._family import Family
 from ._overrides import current_policy
@@ -93,9 +93,10 @@ class TransportBase:
             body = None
         timeout = (request.extensions.get("timeout") or {}).get("read")
         headers = {k.lower(): v for k, v in request.headers.items()}
+        query = url.query.decode("ascii", "replace") if isinstance(url.query, bytes) else str(url.query)
         facts = RequestFacts.read(
             method=request.method, url=str(url), host=url.host, port=url.port, path=url.path, headers=headers,
-            body=body, read_timeout=timeout,
+            body=body, read_timeout=timeout, stream_path=streams_by_url(url.path, query),
         )
         hooks: list[Hook] = [*self._hooks, *_context_hooks(request)]
         if policy.capture_dir:
