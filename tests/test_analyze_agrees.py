@@ -13,9 +13,18 @@ from typing import Any
 import pytest
 
 from otel_liveness.core.events import AttemptEnded, Event
+from otel_liveness.core.eventstream import bedrock_exception
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
-from otel_liveness.testing.scripts import PING, anthropic_error, anthropic_status, openai_chat_reply
+from otel_liveness.testing.scripts import (
+    BEDROCK_HEADERS,
+    PING,
+    anthropic_error,
+    anthropic_status,
+    bedrock_reply,
+    gemini_reply,
+    openai_chat_reply,
+)
 from otel_liveness.tools.analyze import analyze, parse_capture, verdict_of
 from otel_liveness.transport._recorder import capture_lines
 
@@ -56,6 +65,14 @@ SCENARIOS: dict[str, tuple[list[list[Any]], dict[str, Any], str]] = {
                          {"semantic_timeout": 0.3, "raw_idle_timeout": 3.0, "max_attempts": 1}, "/v1/messages"),
     "gzip stall after content": ([gzip_steps()], {}, "/v1/messages"),
     "openai chat": ([[s.Headers(), *openai_chat_reply("hello", deltas=2)]], {}, "/v1/chat/completions"),
+    "bedrock stall after content": ([[BEDROCK_HEADERS, *bedrock_reply("abcdef", deltas=3, stall_after=2), s.Stall()]],
+                                    {"raw_idle_timeout_no_keepalive": 0.5}, "/model/m/invoke-with-response-stream"),
+    "bedrock exception before content": ([[BEDROCK_HEADERS, bedrock_reply("x")[0],
+                                           s.Raw(bedrock_exception("internalServerException", "oops"))],
+                                          [BEDROCK_HEADERS, *bedrock_reply("ok")]], {},
+                                         "/model/m/invoke-with-response-stream"),
+    "gemini completes": ([[s.Headers(), *gemini_reply("hello", deltas=2)]], {},
+                         "/v1beta/models/g:streamGenerateContent?alt=sse"),
     "giant frame": ([[s.Headers(), s.Raw(b"data: " + b"a" * 5000)]], {"max_frame_bytes": 1024}, "/v1/messages"),
 }
 

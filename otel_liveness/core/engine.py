@@ -807,7 +807,10 @@ class Engine:
     def _malformed(self, now: float, exc: Exception) -> Fail:
         self._conclude(now, AttemptOutcome.MALFORMED, "malformed", StopReason.MALFORMED, "malformed")
         if isinstance(exc, E.FrameTooLarge):
-            return self._remember(now, Fail(E.FrameTooLarge, "malformed", (exc.size, exc.limit), {}))
+            return self._remember(now, Fail(E.FrameTooLarge, "malformed", (exc.size, exc.limit), {"what": exc.what}))
+        if isinstance(exc, E.CorruptFrame):
+            return self._remember(now, Fail(E.CorruptFrame, "malformed", (exc.what, exc.detail), {
+                "offset": exc.offset, "expected": exc.expected, "actual": exc.actual}))
         message = str(exc) if isinstance(exc, E.MalformedStream) else f"the body could not be decoded: {exc}"
         return self._remember(now, Fail(type(exc) if isinstance(exc, E.MalformedStream) else E.MalformedStream,
                                    "malformed", (message,), {}))

@@ -62,6 +62,7 @@ class FrameTooLarge(MalformedStream):
         super().__init__(f"{what} of at least {size} bytes exceeds the bound of {limit} bytes")
         self.size = size
         self.limit = limit
+        self.what = what
 
 
 class CorruptFrame(MalformedStream):
@@ -81,6 +82,7 @@ class CorruptFrame(MalformedStream):
                  actual: int | None = None) -> None:
         super().__init__(f"corrupt frame at byte {offset} ({what}): {message}")
         self.what = what
+        self.detail = message
         self.offset = offset
         self.expected = expected
         self.actual = actual
