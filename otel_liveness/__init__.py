@@ -9,10 +9,12 @@ Layers (each a subpackage):
 """
 
 import collections.abc as _abc
+import logging as _logging
 import typing as _typing
 
 from .core.anthropic import continuation_message, decode_partial
 from .core.errors import (
+    CorruptFrame,
     FrameTooLarge,
     InvalidPolicy,
     LivenessError,
@@ -45,18 +47,28 @@ def wrap(
     hooks: _abc.Iterable[_abc.Callable[[_typing.Any], None]] = (),
     hosts: _abc.Iterable[str] | None = None,
     asynchronous: bool | None = None,
+    telemetry: bool = True,
+    tracer_provider: _typing.Any = None,
+    meter_provider: _typing.Any = None,
 ) -> _typing.Any:
-    """Wrap an httpx or httpx2 transport (sync or async); see :func:`otel_liveness.transport.wrap`."""
+    """Wrap an httpx or httpx2 transport (sync or async), with OpenTelemetry on by default (the
+    global providers unless given; ``telemetry=False`` turns it off); see
+    :func:`otel_liveness.transport.wrap`."""
     from .transport import wrap as _wrap
 
-    return _wrap(inner_transport, policy, hooks=hooks, hosts=hosts, asynchronous=asynchronous)
+    return _wrap(inner_transport, policy, hooks=hooks, hosts=hosts, asynchronous=asynchronous, telemetry=telemetry,
+                 tracer_provider=tracer_provider, meter_provider=meter_provider)
 
 __version__ = "0.1.0"
+
+# A library's logging habit: nothing reaches stderr unless the application configures logging.
+_logging.getLogger("otel_liveness").addHandler(_logging.NullHandler())
 
 __all__ = [
     "AttemptEnded",
     "AttemptOutcome",
     "AttemptStarted",
+    "CorruptFrame",
     "FrameKind",
     "FrameTooLarge",
     "Heartbeats",

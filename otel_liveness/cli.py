@@ -1,4 +1,4 @@
-"""The ``otel-liveness`` command line."""
+"""The otel-liveness command line: replay captures through the liveness policy, run the demo."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from . import __version__
 from .core.providers import PROFILES
 
 
@@ -25,6 +26,7 @@ def _first_byte(text: str) -> float | str | None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="otel-liveness", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"otel-liveness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     a = sub.add_parser("analyze", help="replay a timestamped capture through the liveness policy")

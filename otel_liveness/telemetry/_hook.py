@@ -64,6 +64,7 @@ class _RequestState:
         "base",
         "heartbeat_events",
         "heartbeats_coalesced",
+        "last_span",
         "metric_base",
         "mode",
         "notice_events",
@@ -77,6 +78,7 @@ class _RequestState:
         self.parent: Any = None
         self.request_span: Any = None
         self.attempt_span: Any = None
+        self.last_span: Any = None  # the last attempt's span, for what is logged after it ended
         self.base: dict[str, Any] = {}
         self.metric_base: dict[str, Any] = {}
         self.heartbeat_events = 0
@@ -87,12 +89,32 @@ class _RequestState:
         self.size_bucket = "unknown"
 
 
-class TelemetryHook:
-    """Pass to ``wrap(..., hooks=[TelemetryHook()])`` (the instrumentor does it for you).
+def _log(state: _RequestState, level: int, extra: dict[str, Any], message: str, *args: Any) -> None:
+    """Log inside the attempt span's context (the last attempt's, or the request span's, when it
+    ended), so that the OpenTelemetry logging bridge exports the record with its trace."""
+    if not events_log.isEnabledFor(level):
+        return
+    span = state.attempt_span or state.last_span or state.request_span
+    token = otel_context.attach(trace.set_span_in_context(span)) if span is not None else None
+    try:
+        events_log.log(level, message, *args, extra=extra)
+    finally:
+        if token is not None:
+            otel_context.detach(token)
 
-    ``tracer_provider`` / ``meter_provider`` default to the globals. ``logs=False`` silences the
-    structured log records (notices INFO, retries WARNING, truncations and give-ups ERROR).
+
+class TelemetryHook:
+    """The OpenTelemetry hook. Every transport has one unless ``telemetry=False`` (``wrap()`` adds
+    it with its ``tracer_provider`` / ``meter_provider``, default the globals); pass one in
+    ``hooks`` to configure it yourself (then no default one is added).
+
+    ``logs=False`` silences the structured log records (logger ``otel_liveness.events``: notices
+    and retries INFO, give-ups, truncations and wall-budget stops WARNING), each emitted inside
+    the attempt span's context so the OpenTelemetry logging bridge links it to the trace.
     """
+
+    #: Marks the hook that emits telemetry: a transport adds no default one beside it.
+    emits_telemetry = True
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *, logs: bool = True) -> None:
         self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider)
@@ -231,15 +253,14 @@ class TelemetryHook:
             else:
                 state.notices_coalesced += 1
         if self._logs:
+            extra = {**attrs, **state.metric_base, "liveness.attempt": event.attempt}
             if prefill:
-                events_log.info("no response byte yet after %.1fs (prompt still being read)", event.semantic_idle,
-                                extra={**attrs, **state.metric_base, "liveness.attempt": event.attempt})
+                _log(state, logging.INFO, extra, "no response byte yet after %.1fs (prompt still being read)",
+                     event.semantic_idle)
             else:
-                events_log.info(
-                    "model semantically silent for %.1fs (raw idle %.1fs, %d heartbeats since content)",
-                    event.semantic_idle, event.raw_idle, event.heartbeats_since_semantic,
-                    extra={**attrs, **state.metric_base, "liveness.attempt": event.attempt},
-                )
+                _log(state, logging.INFO, extra,
+                     "model semantically silent for %.1fs (raw idle %.1fs, %d heartbeats since content)",
+                     event.semantic_idle, event.raw_idle, event.heartbeats_since_semantic)
 
     def _verdict(self, event: Verdict) -> None:
         state = self._state(event.report)
@@ -263,9 +284,9 @@ class TelemetryHook:
         }
         if state.attempt_span is not None:
             state.attempt_span.add_event(S.EVENT_RETRY, event_attrs)
-        if self._logs:
-            events_log.warning("provider attempt %d failed (%s); retrying in %.2fs", event.attempt + 1,
-                               event.reason.value, event.delay, extra={**event_attrs, **state.metric_base})
+        if self._logs:  # INFO: the caller sees nothing of it; a give-up, if it comes, is the WARNING
+            _log(state, logging.INFO, {**event_attrs, **state.metric_base},
+                 "provider attempt %d failed (%s); retrying in %.2fs", event.attempt + 1, event.reason.value, event.delay)
 
     def _attempt_ended(self, event: AttemptEnded) -> None:
         state = self._state(event.report)
@@ -277,6 +298,7 @@ class TelemetryHook:
             metric_attrs[S.ERROR_TYPE] = error_type
         span = state.attempt_span
         state.attempt_span = None
+        state.last_span = span
         # Exemplars: latency points link to the attempt's trace (the SDK samples them from context).
         ctx = trace.set_span_in_context(span) if span is not None else None
         self._attempts.add(1, metric_attrs)
@@ -360,14 +382,15 @@ class TelemetryHook:
             self._operation.record(report.duration, duration_attrs, context=ctx)
         if stop is StopReason.WALL_BUDGET:
             self._wall_stops.add(1, state.metric_base)
+        # WARNING, not ERROR: the application gets a typed exception for each and decides.
         if self._logs and stop in (StopReason.EXHAUSTED, StopReason.RATE_LIMITED):
-            events_log.error("provider failed after %d attempts (%s)", len(report.attempts), report.cause,
-                             extra={**attrs, "liveness.attempts": len(report.attempts)})
+            _log(state, logging.WARNING, {**attrs, "liveness.attempts": len(report.attempts)},
+                 "provider failed after %d attempts (%s)", len(report.attempts), report.cause)
         elif self._logs and stop is StopReason.TRUNCATED:
-            events_log.error("reply truncated after content was released (%s)", report.cause, extra=attrs)
+            _log(state, logging.WARNING, attrs, "reply truncated after content was released (%s)", report.cause)
         elif self._logs and stop is StopReason.WALL_BUDGET:
-            events_log.warning("wall-clock budget of %ss expired", report.wall_budget,
-                               extra={**attrs, S.WALL_BUDGET: report.wall_budget or 0.0})
+            _log(state, logging.WARNING, {**attrs, S.WALL_BUDGET: report.wall_budget or 0.0},
+                 "wall-clock budget of %ss expired", report.wall_budget)
         span = state.request_span
         state.request_span = None
         if span is None:

@@ -48,6 +48,9 @@ def wrap(
     hooks: Iterable[Callable[[Any], None]] = (),
     hosts: Iterable[str] | None = None,
     asynchronous: bool | None = None,
+    telemetry: bool = True,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
 ) -> Any:
     """Put the liveness policy under a client: returns a transport of the same family (httpx or
     httpx2) and kind (sync or async) as ``inner_transport``::
@@ -58,12 +61,16 @@ def wrap(
             max_retries=0,  # the transport retries below the SDK
         )
 
+    Telemetry is on by default: spans, span events, metrics and logs go through
+    ``tracer_provider`` / ``meter_provider`` (default: the global ones -- nothing is exported until
+    the application configures the OpenTelemetry SDK); ``telemetry=False`` turns it off.
     ``hooks`` receive every event (:mod:`otel_liveness.core.events`); ``hosts`` limits the policy
     to requests for those hosts (others pass through untouched). ``asynchronous`` picks the kind
     for an inner transport that is both (``MockTransport``; sync by default).
     """
     fam, is_async = family_of(inner_transport, asynchronous)
-    return transport_class(fam, is_async)(inner_transport, policy, hooks=hooks, hosts=hosts)
+    return transport_class(fam, is_async)(inner_transport, policy, hooks=hooks, hosts=hosts, telemetry=telemetry,
+                                          tracer_provider=tracer_provider, meter_provider=meter_provider)
 
 
 def family_classes(name: str) -> tuple[type, type]:
