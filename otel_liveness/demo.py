@@ -44,6 +44,7 @@ class DemoScenario:
     script: Callable[[float], list[list[Any]]]  # time_scale -> attempt scripts
     expect: Expect
     wall: float | None = None  # provider seconds
+    prompt_bytes: int = 0  # pad the turn's prompt to this size (the first-byte bound scales with it)
 
 
 def _continuation_scripts(ts: float) -> list[list[Any]]:
@@ -68,6 +69,11 @@ SCENARIOS: list[DemoScenario] = [
         "long_think", "a 3-minute think with only pings (far past a 90 s event watchdog)",
         lambda ts: [[s.Headers(), *anthropic_reply("Here is the plan.", thinking="...", think_pings=36, ping_every=5.0)]],
         Expect("completed", 1, min_notices=4),
+    ),
+    DemoScenario(
+        "large_prompt", "a 4 MiB (about 1M-token) prompt: 3 silent minutes of prefill before the first byte",
+        lambda ts: [[s.Sleep(180.0), s.Headers(), *anthropic_reply("Read all of it.", msg_id="msg_large")]],
+        Expect("completed", 1, min_notices=5), prompt_bytes=4 * 1024 * 1024,
     ),
     DemoScenario(
         "dead_socket", "a connection that dies before any content (retried invisibly)",
@@ -192,7 +198,10 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
         base_url=provider.base_url(scenario.name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
         http_client=httpx2.Client(transport=transport, timeout=httpx2.Timeout(600 * ts, connect=5.0)),
     )
-    messages: list[Any] = [{"role": "user", "content": f"Demo turn: {scenario.name}"}]
+    prompt = f"Demo turn: {scenario.name}"
+    if scenario.prompt_bytes:
+        prompt += " " + "lorem ipsum " * (scenario.prompt_bytes // 12)
+    messages: list[Any] = [{"role": "user", "content": prompt}]
     started = time.monotonic()
     try:
         for _ in range(3):  # a continuation is another call, visible to the model

@@ -12,6 +12,7 @@ import pytest
 
 from otel_liveness.testing import SimulatedProvider, anthropic_reply, openai_chat_reply
 from otel_liveness.testing import steps as s
+from otel_liveness.testing.scripts import BEDROCK_HEADERS, bedrock_reply
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
@@ -22,12 +23,17 @@ def server():  # type: ignore[no-untyped-def]
     with SimulatedProvider(time_scale=0.01) as provider:
         provider.add("ex", [[s.Headers(), *anthropic_reply("Example answer.", think_pings=3)]])
         provider.add("ex-openai", [[s.Headers(), *openai_chat_reply("Example answer.")]])
+        provider.add("ex-bedrock", [[BEDROCK_HEADERS, *bedrock_reply("Example answer.")]])
+        provider.add("ex-vertex", [[s.Headers(), *anthropic_reply("Example answer.")]])
         yield provider
 
 
 def run(code_or_path: str | pathlib.Path, server: SimulatedProvider) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-example", "ANTHROPIC_BASE_URL": server.base_url("ex"),
-           "OPENAI_API_KEY": "sk-example", "OPENAI_BASE_URL": server.base_url("ex-openai") + "/v1"}
+           "OPENAI_API_KEY": "sk-example", "OPENAI_BASE_URL": server.base_url("ex-openai") + "/v1",
+           "ANTHROPIC_BEDROCK_BASE_URL": server.base_url("ex-bedrock"), "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+           "AWS_SECRET_ACCESS_KEY": "example", "ANTHROPIC_VERTEX_BASE_URL": server.base_url("ex-vertex"),
+           "GOOGLE_ACCESS_TOKEN": "example-token"}
     args = [sys.executable, str(code_or_path)] if isinstance(code_or_path, pathlib.Path) else [sys.executable, "-c", code_or_path]
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
 
@@ -40,12 +46,15 @@ def test_example_runs(path: pathlib.Path, server) -> None:  # type: ignore[no-un
 
 
 def readme_blocks() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    return re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", text, re.S)
+    """The blocks marked runnable in the README and docs/testing.md."""
+    blocks: list[str] = []
+    for page in (ROOT / "README.md", ROOT / "docs" / "testing.md"):
+        blocks += re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", page.read_text(), re.S)
+    return blocks
 
 
 def test_readme_has_runnable_blocks() -> None:
-    assert len(readme_blocks()) >= 3
+    assert len(readme_blocks()) >= 7
 
 
 @pytest.mark.parametrize("index", range(len(readme_blocks())))
