@@ -68,11 +68,21 @@ PANELS: tuple[PanelSpec, ...] = (
         description="What callers saw: completed, truncated, exhausted (ProviderError), rate_limited, wall_budget, rejected.",
     ),
     PanelSpec(
-        "Semantic-silence notices", "timeseries",
-        (Query(f"sum by (gen_ai_provider_name) (rate(liveness_semantic_notices_total{{{SEL}}}[{RI}]))",
-               "{{gen_ai_provider_name}}"),),
+        "Waits: prefill vs thinking (notices)", "timeseries",
+        (Query(f"sum by (liveness_notice_kind) (rate(liveness_semantic_notices_total{{{SEL}}}[{RI}]))",
+               "{{liveness_notice_kind}}"),),
         unit="short", row="Waits", key="notices",
-        description="Models thinking with no content yet (a wait, not a failure).",
+        description="Notices per second while nothing arrives, by kind: prefill (no byte of the reply yet: the "
+                    "provider is still reading a long prompt) and semantic (the stream started, the model is "
+                    "thinking). Waits, not failures.",
+    ),
+    PanelSpec(
+        "Time to first byte by prompt size (p95)", "timeseries",
+        (Query(_hq(0.95, "liveness_attempt_time_to_first_byte_seconds", ", liveness_request_size_bucket"),
+               "{{liveness_request_size_bucket}}"),),
+        unit="s", row="Waits", key="ttfb_by_size",
+        description="The prefill grows with the prompt (a 1M-token prompt: minutes without a byte); the "
+                    "first-byte bound scales with it (docs/configuration.md, first_byte_timeout).",
     ),
     PanelSpec(
         "Heartbeat rate", "timeseries",
