@@ -52,7 +52,8 @@ def dashboard_metric_names() -> set[str]:
     names = set()
     for spec in PANELS:
         for q in spec.queries:
-            for name in re.findall(r"\b([a-z_:]+(?:_total|_bucket|_seconds_bucket))\b|\b(liveness:[a-z_0-9:]+)", q.expr):
+            # A metric name is followed by its selector ({...} or [...]); names in by (...) are labels.
+            for name in re.findall(r"\b([a-z_:]+(?:_total|_bucket))(?=[{\[])|\b(liveness:[a-z_0-9:]+)", q.expr):
                 names.update(n for n in name if n)
     return names
 

@@ -35,8 +35,8 @@ def test_every_scenario_behaves_as_the_policy_says(demo_json) -> None:  # type: 
 def test_accounting(demo_json) -> None:  # type: ignore[no-untyped-def]
     a = demo_json["accounting"]
     assert a == {
-        "turns": 7,
-        "agent_requests": 8,  # one extra call: the single model-visible continuation
+        "turns": len(SCENARIOS),
+        "agent_requests": len(SCENARIOS) + 1,  # one extra call: the single model-visible continuation
         "provider_attempts": sum(sc.expect.attempts for sc in SCENARIOS),
         "model_visible_continuations": 1,
         "provider_failures": 1,

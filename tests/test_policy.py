@@ -36,7 +36,7 @@ def test_frozen() -> None:
         ({"max_rate_limit_attempts": 2.5}, "max_rate_limit_attempts"),
         ({"max_retry_after": None}, "max_retry_after"),
         ({"backoff_initial": 10, "backoff_max": 1}, "backoff_max"),
-        ({"provider": "gemini"}, "provider"),
+        ({"provider": "palm"}, "provider"),
         ({"max_frame_bytes": True}, "max_frame_bytes"),
     ],
 )
