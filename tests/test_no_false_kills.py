@@ -282,3 +282,35 @@ def test_thirty_minutes_of_jittered_pings_with_learned_cadence_kill_nothing(prov
     (attempt,) = attempts(result)
     assert attempt["outcome"] == "completed" and attempt["heartbeats"] == len(gaps)
     assert 0.27 * 3 <= attempt["raw_bound"] <= 0.9  # learned from the gaps, capped by the fixed bound
+
+
+# -- the learned cadence, on the wire ------------------------------------------------------------------
+
+ADAPTIVE = FAST.replace(raw_idle_timeout=5.0, raw_idle_adaptive=True, raw_idle_floor=0.05)
+
+
+@pytest.mark.parametrize("variant", [("httpx2", None), ("httpx2", "asyncio"), ("httpx", "trio")],
+                         ids=["httpx2-sync", "httpx2-asyncio", "httpx-trio"])
+def test_learned_cadence_finds_a_dead_socket_within_three_cadences(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    # Pings every 0.1 s while the model thinks, then content, then the socket dies: found within
+    # three cadences (0.3 s) plus scheduling slack -- not at the fixed 5 s bound.
+    pings = [step for _ in range(8) for step in (s.Sleep(10.0), s.Raw(PING))]
+    url = provider.add("cadence", [[s.Headers(), REPLY[0], *pings, *REPLY[1:4], s.Stall()]])
+    result = run(variant, ADAPTIVE, url + URL)
+    assert isinstance(result.error, StreamTruncated) and result.error.cause == "raw_silence"
+    (attempt,) = attempts(result)
+    # 3 x the largest measured gap (~0.1 s; more when the host is loaded), far below the fixed 5 s
+    assert 0.25 <= attempt["raw_bound"] <= 3 * attempt["max_heartbeat_gap"] + 1e-6 <= 0.6
+    assert attempt["raw_idle"] < attempt["raw_bound"] + 0.25  # found at the bound, plus scheduling slack
+
+
+@pytest.mark.parametrize("variant", [("httpx2", None), ("httpx2", "asyncio")], ids=["sync", "asyncio"])
+def test_learned_cadence_survives_a_single_late_ping(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    # Ten pings 0.1 s apart, one 2.5x late (0.25 s), more pings, then the reply: no kill.
+    pings = [step for _ in range(10) for step in (s.Sleep(10.0), s.Raw(PING))]
+    late = [s.Sleep(25.0), s.Raw(PING)]
+    url = provider.add("late", [[s.Headers(), REPLY[0], *pings, *late, *pings[:6], *REPLY[1:]]])
+    result = run(variant, ADAPTIVE, url + URL)
+    assert result.error is None and result.body.endswith(RAW[-40:])
+    (attempt,) = attempts(result)
+    assert attempt["outcome"] == "completed" and attempt["max_heartbeat_gap"] >= 0.2
