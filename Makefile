@@ -48,6 +48,7 @@ test: install system-deps collector lint
 
 bench: install
 	$(BIN)/python -m benchmarks.bench_scanner
+	$(BIN)/python -m benchmarks.bench_eventstream
 	$(BIN)/python -m benchmarks.bench_transport
 
 # Regenerate dashboards/provider-liveness.json from dashboards/panels.py (Grafana Foundation SDK).
