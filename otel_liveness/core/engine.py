@@ -686,7 +686,7 @@ class Engine:
         if attempt.observed is not None:
             return
         attempt.observed = Failure(_failure_kind(verdict), verdict.phase, attempt.committed)
-        self._emit(Verdict(self.report, attempt.index, self.since(min(now, verdict.at)), _TERMINAL_OUTCOME[type(verdict)],
+        self._emit(Verdict(self.report, attempt.index, self.since(min(now, verdict.at)), _verdict_outcome(verdict),
                            verdict.phase, attempt.committed, False))
 
     def _observe_gap(self, now: float, attempt: _Attempt) -> None:
@@ -711,7 +711,7 @@ class Engine:
     def _expire(self, now: float, verdict: Terminal, exc: BaseException | None = None) -> Command:
         """A clock ran out (enforced)."""
         attempt = self._current()
-        self._emit(Verdict(self.report, attempt.index, self.since(now), _TERMINAL_OUTCOME[type(verdict)],
+        self._emit(Verdict(self.report, attempt.index, self.since(now), _verdict_outcome(verdict),
                            verdict.phase, attempt.committed, True))
         if isinstance(verdict, WallBudgetExpired):
             return self._wall_timeout(now, attempt)
@@ -941,11 +941,9 @@ class Engine:
                     self.on_hook_error(hook, exc)
 
 
-_TERMINAL_OUTCOME: dict[type, AttemptOutcome] = {
-    RawSilenceExpired: AttemptOutcome.RAW_SILENCE,
-    SemanticTimeoutExpired: AttemptOutcome.SEMANTIC_TIMEOUT,
-    WallBudgetExpired: AttemptOutcome.WALL_BUDGET,
-}
+def _verdict_outcome(verdict: Terminal) -> AttemptOutcome:
+    """The outcome a terminal verdict names (the failure table's, before any commitment)."""
+    return attempt_outcome(Failure(_failure_kind(verdict)))
 
 
 def _failure_kind(verdict: Terminal) -> FailureKind:
