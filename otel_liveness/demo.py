@@ -135,13 +135,14 @@ class TurnResult:
 
 def scaled_policy(ts: float, *, shadow: bool, wall: float | None) -> Policy:
     base = Policy()
+    assert base.raw_idle_timeout and base.raw_idle_timeout_no_keepalive and base.semantic_notice_interval
     return base.replace(
-        raw_idle_timeout=base.raw_idle_timeout * ts,  # type: ignore[operator]
-        raw_idle_timeout_no_keepalive=base.raw_idle_timeout_no_keepalive * ts,  # type: ignore[operator]
+        raw_idle_timeout=base.raw_idle_timeout * ts,
+        raw_idle_timeout_no_keepalive=base.raw_idle_timeout_no_keepalive * ts,
         first_byte_base=base.first_byte_base * ts,
         first_byte_per_mib=base.first_byte_per_mib * ts,
         first_byte_max=base.first_byte_max * ts,
-        semantic_notice_interval=base.semantic_notice_interval * ts,  # type: ignore[operator]
+        semantic_notice_interval=base.semantic_notice_interval * ts,
         backoff_initial=base.backoff_initial * ts,
         backoff_max=base.backoff_max * ts,
         max_retry_after=base.max_retry_after * ts,

@@ -68,10 +68,10 @@ class _Multi:
 class _Brotli:
     def __init__(self) -> None:
         try:
-            import brotli  # type: ignore[import-not-found,unused-ignore]
+            import brotli
         except ImportError:
             try:
-                import brotlicffi as brotli  # type: ignore[import-not-found,no-redef,unused-ignore]
+                import brotlicffi as brotli  # type: ignore[no-redef]  # either package, one name
             except ImportError:
                 raise UnsupportedEncoding("br (install brotli)") from None
         self._obj = brotli.Decompressor()
@@ -88,7 +88,7 @@ class _Brotli:
 class _Zstd:
     def __init__(self) -> None:
         try:
-            import zstandard  # type: ignore[import-not-found,unused-ignore]
+            import zstandard
         except ImportError:
             raise UnsupportedEncoding("zstd (install zstandard)") from None
         self._obj = zstandard.ZstdDecompressor().decompressobj()

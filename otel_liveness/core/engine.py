@@ -99,7 +99,7 @@ def _input(method: Callable[Concatenate[Engine, P], R]) -> Callable[Concatenate[
         self._absorb()
         return method(self, *args, **kwargs)
 
-    wrapper.__liveness_input__ = True  # type: ignore[attr-defined]
+    wrapper.__liveness_input__ = True  # type: ignore[attr-defined]  # a marker the engine's tests check
     return wrapper
 
 

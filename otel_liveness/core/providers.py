@@ -177,7 +177,7 @@ class ProviderProfile:
         if fast:
             kinds = list(map(fast.get, map(_PREFIX_OF, blocks)))  # all in C: no Python frame per block
             if None not in kinds:
-                return kinds  # type: ignore[return-value]
+                return kinds  # type: ignore[return-value]  # no None in it: every item is a FrameKind
         else:
             kinds = [None] * len(blocks)
         out: list[FrameKind] = []

@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Collection
 from typing import Any
 
+# The package's typing does not re-export BaseInstrumentor (it is its public entry point all the same).
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from ..core.errors import InvalidPolicy
@@ -39,7 +40,7 @@ log = logging.getLogger("otel_liveness")
 
 DEFAULT_HOSTS = ("api.anthropic.com", "api.openai.com", "openrouter.ai")
 
-class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base is untyped (Any)
     """Instrument httpx and httpx2 clients. ``instrument(enforce=False, policy=None, hosts=None,
     tracer_provider=None, meter_provider=None)``; ``uninstrument()`` restores every patched class
     and unwraps every client it wrapped."""
@@ -94,7 +95,7 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                     except Exception:  # instrumentation must never break client construction
                         log.warning("otel-liveness could not instrument %r", client, exc_info=True)
 
-                patched.__wrapped__ = original  # type: ignore[attr-defined]
+                patched.__wrapped__ = original  # type: ignore[attr-defined]  # functools' convention
                 cls.__init__ = patched
         log.info("otel-liveness instrumented httpx clients (%s mode, hosts %s)", mode, ", ".join(hosts))
 

@@ -61,7 +61,7 @@ class Family:
         theirs = getattr(self.module, _CAUSE_BASE.get(fail.kind, "RemoteProtocolError"))
         exc: E.LivenessError = _combined(fail.error, theirs)(*fail.args, **fail.fields)
         if request is not None:
-            exc.request = request  # type: ignore[attr-defined]
+            exc.request = request  # type: ignore[attr-defined]  # the family exception's half has it
         return exc
 
     def default_transport(self, *, asynchronous: bool, **kwargs: Any) -> Any:
