@@ -71,7 +71,7 @@ class _Brotli:
             import brotli
         except ImportError:
             try:
-                import brotlicffi as brotli  # type: ignore[no-redef]  # either package, one name
+                import brotlicffi as brotli  # either package, under one name
             except ImportError:
                 raise UnsupportedEncoding("br (install brotli)") from None
         self._obj = brotli.Decompressor()
