@@ -54,10 +54,13 @@ def wrap(
     """Wrap an httpx or httpx2 transport (sync or async), with OpenTelemetry on by default (the
     global providers unless given; ``telemetry=False`` turns it off); see
     :func:`otel_liveness.transport.wrap`."""
-    from .transport import wrap as _wrap
+    from ._public import public_classes
+    from .transport import family_of
 
-    return _wrap(inner_transport, policy, hooks=hooks, hosts=hosts, asynchronous=asynchronous, telemetry=telemetry,
-                 tracer_provider=tracer_provider, meter_provider=meter_provider)
+    family, is_async = family_of(inner_transport, asynchronous)
+    cls = public_classes(family.name)[1 if is_async else 0]
+    return cls(inner_transport, policy, hooks=hooks, hosts=hosts, telemetry=telemetry, tracer_provider=tracer_provider,
+               meter_provider=meter_provider)
 
 __version__ = "0.1.0"
 

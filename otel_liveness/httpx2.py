@@ -4,12 +4,13 @@
 
     transport = LivenessTransport()             # a default httpx2 transport with TCP keep-alives
     transport = LivenessTransport(inner, policy)
+    transport = LivenessTransport(telemetry=False)  # telemetry is on by default (the global providers)
 """
 
 from __future__ import annotations
 
-from .transport import family_classes
+from ._public import public_classes
 
-LivenessTransport, AsyncLivenessTransport = family_classes("httpx2")
+LivenessTransport, AsyncLivenessTransport = public_classes("httpx2")
 
 __all__ = ["AsyncLivenessTransport", "LivenessTransport"]

@@ -7,11 +7,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._hook import TelemetryHook
 
-__all__ = ["TelemetryHook", "instrument", "uninstrument"]
+__all__ = ["TelemetryHook", "instrument", "uninstrument", "with_telemetry"]
+
+
+def with_telemetry(hooks: Iterable[Callable[[Any], None]], telemetry: bool = True, tracer_provider: Any = None,
+                   meter_provider: Any = None) -> list[Callable[[Any], None]]:
+    """``hooks`` with the telemetry hook added (OpenTelemetry-native by default: spans, events,
+    metrics and logs through the given or the global providers -- the API alone costs nothing
+    until an application installs the SDK), unless ``telemetry`` is off or one is already there."""
+    out = list(hooks)
+    if telemetry and not any(getattr(hook, "emits_telemetry", False) for hook in out):
+        out.append(TelemetryHook(tracer_provider, meter_provider))
+    return out
 
 
 def instrument(**kwargs: Any) -> Any:

@@ -17,7 +17,7 @@ from ._family import Family, family, family_of, keepalive_socket_options
 from ._overrides import liveness_policy
 from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough
 
-__all__ = ["keepalive_socket_options", "liveness_policy", "transport_class", "wrap"]
+__all__ = ["family_classes", "family_of", "keepalive_socket_options", "liveness_policy", "transport_class", "wrap"]
 
 
 @cache
@@ -48,9 +48,6 @@ def wrap(
     hooks: Iterable[Callable[[Any], None]] = (),
     hosts: Iterable[str] | None = None,
     asynchronous: bool | None = None,
-    telemetry: bool = True,
-    tracer_provider: Any = None,
-    meter_provider: Any = None,
 ) -> Any:
     """Put the liveness policy under a client: returns a transport of the same family (httpx or
     httpx2) and kind (sync or async) as ``inner_transport``::
@@ -61,16 +58,13 @@ def wrap(
             max_retries=0,  # the transport retries below the SDK
         )
 
-    Telemetry is on by default: spans, span events, metrics and logs go through
-    ``tracer_provider`` / ``meter_provider`` (default: the global ones -- nothing is exported until
-    the application configures the OpenTelemetry SDK); ``telemetry=False`` turns it off.
-    ``hooks`` receive every event (:mod:`otel_liveness.core.events`); ``hosts`` limits the policy
+    This layer knows nothing of OpenTelemetry: :func:`otel_liveness.wrap` adds the telemetry hook
+    (on by default). ``hooks`` receive every event (:mod:`otel_liveness.core.events`); ``hosts`` limits the policy
     to requests for those hosts (others pass through untouched). ``asynchronous`` picks the kind
     for an inner transport that is both (``MockTransport``; sync by default).
     """
     fam, is_async = family_of(inner_transport, asynchronous)
-    return transport_class(fam, is_async)(inner_transport, policy, hooks=hooks, hosts=hosts, telemetry=telemetry,
-                                          tracer_provider=tracer_provider, meter_provider=meter_provider)
+    return transport_class(fam, is_async)(inner_transport, policy, hooks=hooks, hosts=hosts)
 
 
 def family_classes(name: str) -> tuple[type, type]:

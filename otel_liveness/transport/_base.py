@@ -42,9 +42,6 @@ class TransportBase:
         *,
         hooks: Iterable[Callable[[Any], None]] = (),
         hosts: Iterable[str] | None = None,
-        telemetry: bool = True,
-        tracer_provider: Any = None,
-        meter_provider: Any = None,
         **transport_kwargs: Any,
     ) -> None:
         if inner is None:
@@ -54,12 +51,6 @@ class TransportBase:
         self._inner = inner
         self._policy = policy or Policy()
         self._hooks: list[Callable[[Any], None]] = list(hooks)
-        if telemetry and not any(getattr(h, "emits_telemetry", False) for h in self._hooks):
-            # OpenTelemetry-native by default: spans, events, metrics and logs through the given or
-            # global providers -- the API alone costs nothing until an application installs an SDK.
-            from ..telemetry import TelemetryHook
-
-            self._hooks.append(TelemetryHook(tracer_provider, meter_provider))
         self._hosts = None if hosts is None else frozenset(h.lower() for h in hosts)
         self._exhausted: ExhaustedCache[Fail] = ExhaustedCache()
         self._cadence = CadenceMemory()
