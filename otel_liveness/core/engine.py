@@ -719,10 +719,11 @@ class Engine:
 
     def _failed(self, now: float, failure: Failure, *, status_response: bool = False,
                 exc: BaseException | None = None) -> Command:
-        """The one place a failure becomes a command: shadow mode passes everything through as
-        it came (and reports what would have happened); otherwise the retry policy decides."""
+        """The one place a failure becomes a command. Shadow mode, as one rule: a failure changes
+        nothing the caller sees -- everything passes through as it came, and what would have
+        happened is reported; otherwise the retry policy decides."""
         attempt = self._current()
-        if not self._enforced():
+        if not self.enforce:
             if attempt.observed is None:
                 attempt.observed = failure
             if status_response:
@@ -755,10 +756,6 @@ class Engine:
             {"attempts": attempts, "last_cause": failure.cause, "status": failure.status,
              "error_type": failure.error_type},
         ))
-
-    def _enforced(self) -> bool:
-        """Shadow mode, as one rule: a failure changes what the caller sees only when enforcing."""
-        return self.enforce
 
     def _retry(self, now: float, attempt: _Attempt, failure: Failure, decision: Retry) -> Command:
         record = attempt.record
