@@ -15,11 +15,11 @@ commands instead of events::
     # ... the caller closed / was cancelled;    engine.closed(now) / engine.abandoned(now, exc)
 
 Everything a request's life decides lives here, once: what is held and what is released, which
-failures are retried and after how long (:mod:`.retry`), what a verdict means (the table in
-:meth:`Engine._conclude` callers: outcome and stop reason), what shadow mode changes (one rule:
-:meth:`Engine._enforced`), when notices fall due, and the ending sequence -- attempt record,
-hooks, capture, request end, published report -- which runs exactly once per attempt and once
-per request (:meth:`Engine._conclude`).
+failures are retried and after how long (:mod:`.retry`; a failure's outcome is
+:func:`.retry.attempt_outcome`, a decision's stop reason :func:`_stop`), what shadow mode changes
+(one rule, in :meth:`Engine._failed`), when notices fall due, and the ending sequence -- attempt
+record, hooks, capture, request end, published report -- which runs exactly once per attempt and
+once per request (:meth:`Engine._conclude`).
 
 Holding rule ("one attempt visible"): before the first semantic frame, every byte of a streaming
 attempt is held; the read that carries the first semantic (or end) frame releases the held bytes
