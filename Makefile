@@ -5,8 +5,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# Re-install when the dependency list or the C steady lane changes (the install compiles it).
-BUILD_INPUTS := pyproject.toml setup.py otel_liveness/core/_lane.c
+# Re-install when the dependency list or a C extension changes (the install compiles them).
+BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
 .PHONY: install demo test lint bench clean system-deps collector preview dashboards

@@ -124,7 +124,7 @@ def test_step_admits_only_before_the_horizon_and_moves_it() -> None:
         assert lane.step(DELTA, 9.0) and lane.horizon == 12.0  # capped by the wall deadline
         assert not lane.step(DELTA, 12.0)  # due: the general path decides
         assert not lane.step(PING, 1.0)  # heartbeats change the clocks differently
-        assert lane.take() == (3, 3 * len(DELTA), 9.0, 3.5, 1000 - 3 * len(DELTA))
+        assert lane.take() == (3, 3 * len(DELTA), 9.0, 3.5, 1000 - 3 * len(DELTA), 3)
         assert lane.take()[:2] == (0, 0) and keep == [DELTA] * 3
 
 

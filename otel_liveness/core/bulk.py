@@ -1,0 +1,253 @@
+"""The bulk path: SSE scanning and head classification of whole reads, in one call per read.
+
+A read that carries many events (a fast model, TCP coalescing, a buffering proxy, a client
+slower than its server) is scanned for frame boundaries and each frame classified by its head --
+the profile's :attr:`~.providers.ProviderProfile.fast` prefixes -- without building a frame
+object or decoding JSON; only a frame no prefix matches (the fact-bearing ones: ``message_start``,
+``message_delta``, errors) goes to the profile's Python classifier. :class:`PyScanner` here is the
+reference implementation; ``_bulk.c`` is the same class in C (``NATIVE`` says which is in use),
+kept equal to this one by ``tests/test_bulk.py``. ``OTEL_LIVENESS_PURE=1`` selects the reference
+(and the reference steady lane) whatever is built.
+
+The scanner keeps the :class:`~.sse.SSEScanner` guarantees (it *is* one, plus classification):
+every split of the same bytes into reads yields the same frames; LF, CR and CRLF line ends; the
+UTF-8 BOM at the stream start; comment lines at the head of a block are heartbeat frames the
+moment their line ends; a line or frame longer than ``max_frame_bytes`` raises
+:class:`~.errors.FrameTooLarge`.
+
+Two records ride along, so that a stream keeps what a truncation needs rather than the reply:
+
+* the **journal** (Anthropic wires, ``journal_max >= 0``): the content events, compactly. A
+  ``content_block_delta`` of the API's canonical shape (``{"type":"content_block_delta",
+  "index":N,"delta":{"type":"text_delta","text":"..."}}`` and the thinking, signature and
+  input-JSON variants) is recorded as its field code, index and JSON string body as it came on
+  the wire (``code:1 index:4 length:4 body``); every other content or preamble frame's block as
+  ``R length:4 block``. Nothing is decoded here: :func:`~.anthropic.replay_journal` does that when a
+  truncation is raised. It stops at the first error frame and is *clipped* (stops growing) past
+  ``journal_max`` bytes. :meth:`retract` forgets what the last read added (a read that was not
+  released after all).
+* the **hold** (a list, while the attempt holds before content): each block that is not a
+  heartbeat, with its blank line -- what the engine replays instead of held heartbeats.
+
+:meth:`admit` is the steady lane's entry: it consumes a read only if every frame the read
+completes (at least one) has a semantic fast prefix, and otherwise changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .errors import FrameTooLarge
+from .sse import SSEScanner, whole_frame
+
+__all__ = ["JOURNAL_CLIPPED", "JOURNAL_OPEN", "JOURNAL_STOPPED", "NATIVE", "PURE", "PyScanner", "Scanner"]
+
+JOURNAL_OPEN = 0
+JOURNAL_CLIPPED = 1
+JOURNAL_STOPPED = 2
+
+#: ``OTEL_LIVENESS_PURE=1``: use the pure-Python bulk scanner and steady lane even where the C
+#: ones are built (what an install without a compiler runs; ``make test-pure``).
+PURE = os.environ.get("OTEL_LIVENESS_PURE", "").strip().lower() in ("1", "true", "yes", "on")
+
+_DELTA = re.compile(
+    rb'event: content_block_delta\ndata: \{"type":"content_block_delta","index":(0|[1-9][0-9]{0,8}),"delta":\{"type":"'
+    rb'(text_delta","text|thinking_delta","thinking|signature_delta","signature|input_json_delta","partial_json)'
+    rb'":"((?:[^"\\\n]|\\[^\n])*)"\}\}\Z'
+)
+_CODES = {
+    b'text_delta","text': b"t",
+    b'thinking_delta","thinking': b"k",
+    b'signature_delta","signature': b"s",
+    b'input_json_delta","partial_json': b"j",
+}
+_U32 = struct.Struct("<I")
+_DELTA_HEAD = struct.Struct("<cII")
+
+
+class PyScanner:
+    """The bulk scanner (reference implementation; ``_bulk.Scanner`` is the same in C).
+
+    ``fast`` is the profile's fast table as ``(prefix, kind)`` pairs (the first match wins),
+    ``slow(block)`` the kinds of a block no prefix matches, ``comment`` the kind of a comment
+    line, ``roles`` the ``(heartbeat, preamble, semantic, error)`` kinds, ``journal_max`` the
+    journal's bound (``-1``: no journal), ``prefix`` how many leading bytes the fast table keys.
+    """
+
+    __slots__ = ("_comment", "_fast", "_journal", "_mark", "_prefix", "_roles", "_scanner", "_slow", "hold",
+                 "journal_max", "journal_state")
+
+    def __init__(
+        self,
+        max_frame_bytes: int,
+        fast: Iterable[tuple[bytes, Any]],
+        slow: Callable[[bytes], list[Any]],
+        comment: Any,
+        roles: tuple[Any, Any, Any, Any],
+        journal_max: int = -1,
+        prefix: int = 27,
+    ) -> None:
+        self._scanner = SSEScanner(max_frame_bytes)
+        table: dict[bytes, Any] = {}
+        for key, kind in fast:
+            table.setdefault(key, kind)
+        self._fast = table
+        self._slow = slow
+        self._comment = comment
+        self._roles = roles
+        self._prefix = prefix
+        self.journal_max = journal_max
+        self.journal_state = JOURNAL_OPEN
+        self._journal = bytearray()
+        self._mark = (0, JOURNAL_OPEN)
+        self.hold: list[bytes] | None = None
+
+    # -- the SSEScanner view ------------------------------------------------------------------
+
+    @property
+    def max_frame_bytes(self) -> int:
+        return self._scanner.max_frame_bytes
+
+    @property
+    def idle(self) -> bool:
+        return self._scanner.idle
+
+    @property
+    def buffered(self) -> int:
+        return self._scanner.buffered
+
+    @property
+    def discarded(self) -> int:
+        return self._scanner.discarded
+
+    def feed_blocks(self, chunk: bytes) -> list[bytes]:
+        return self._scanner.feed_blocks(bytes(chunk))
+
+    def close_blocks(self, *, complete_lines: bool = False) -> list[bytes]:
+        return self._scanner.close_blocks(complete_lines=complete_lines)
+
+    # -- kinds --------------------------------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """Consume ``chunk``; the kinds of the frames it completed, in order."""
+        self._mark = (len(self._journal), self.journal_state)
+        return self._classify(self._scanner.feed_blocks(bytes(chunk)))
+
+    def close(self, *, complete_lines: bool = False) -> list[Any]:
+        """End of stream (see :meth:`~.sse.SSEScanner.close_blocks`)."""
+        self._mark = (len(self._journal), self.journal_state)
+        return self._classify(self._scanner.close_blocks(complete_lines=complete_lines))
+
+    def admit(self, chunk: Any) -> int:
+        """The steady lane's read: consumed (the number of frames) only if it completes at least
+        one frame and all of them have a semantic fast prefix; otherwise ``-1``, nothing changed."""
+        scanner = self._scanner
+        if type(chunk) is not bytes or not chunk or not scanner._started or scanner._pending_cr or 13 in chunk:
+            return -1
+        semantic = self._roles[2]
+        fast = self._fast
+        prefix = self._prefix
+        if not scanner._parts and whole_frame(chunk, scanner.max_frame_bytes) and fast.get(chunk[:prefix]) is semantic:
+            blocks = [chunk[:-2]]  # an idle scanner stays idle: no state to change
+        else:
+            saved = (list(scanner._parts), scanner._pending)
+            try:
+                blocks = scanner.feed_blocks(chunk)
+            except FrameTooLarge:
+                blocks = []
+            if not blocks or any(fast.get(block[:prefix]) is not semantic for block in blocks):
+                scanner._parts, scanner._pending = saved
+                return -1
+        self._mark = (len(self._journal), self.journal_state)
+        kinds = [semantic]
+        for block in blocks:
+            self._account(block, kinds)
+        return len(blocks)
+
+    def _classify(self, blocks: list[bytes]) -> list[Any]:
+        out: list[Any] = []
+        fast = self._fast
+        prefix = self._prefix
+        heartbeat = self._roles[0]
+        for block in blocks:
+            kind = fast.get(block[:prefix])
+            if kind is not None:
+                out.append(kind)
+                if kind is heartbeat and self.hold is None:
+                    continue
+                self._account(block, [kind])
+            elif block[:1] == b":" and all(line[:1] == b":" for line in block.split(b"\n")):
+                kinds = [self._comment] * (block.count(b"\n") + 1)
+                out += kinds
+                if self._comment is not heartbeat:
+                    self._account(block, kinds)
+            else:
+                kinds = list(self._slow(block))
+                out += kinds
+                self._account(block, kinds)
+        return out
+
+    def _account(self, block: bytes, kinds: list[Any]) -> None:
+        heartbeat, preamble, semantic, error = self._roles
+        if self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN:
+            if any(k is error for k in kinds):
+                self.journal_state = JOURNAL_STOPPED
+            elif any(k is semantic or k is preamble for k in kinds):
+                self._journal_block(block)
+        if self.hold is not None and any(k is not heartbeat for k in kinds):
+            self.hold.append(block + b"\n\n")
+
+    def _journal_block(self, block: bytes) -> None:
+        match = _DELTA.match(block)
+        if match is not None:
+            body = match.group(3)
+            record = _DELTA_HEAD.pack(_CODES[match.group(2)], int(match.group(1)), len(body)) + body
+        else:
+            record = b"R" + _U32.pack(len(block)) + block
+        if len(self._journal) + len(record) > self.journal_max:
+            self.journal_state = JOURNAL_CLIPPED
+            return
+        self._journal += record
+
+    # -- what a truncation and the hold need --------------------------------------------------
+
+    def pending(self) -> bytes:
+        """The block in progress as bytes to replay (a CR held back at a read's end included)."""
+        scanner = self._scanner
+        return b"".join(scanner._parts) + (b"\r" if scanner._pending_cr else b"")
+
+    def journal(self) -> bytes:
+        return bytes(self._journal)
+
+    @property
+    def journal_size(self) -> int:
+        return len(self._journal)
+
+    def retract(self) -> None:
+        """The last read was not released after all: forget what it added to the journal."""
+        size, state = self._mark
+        del self._journal[size:]
+        self.journal_state = state
+
+    @property
+    def retained(self) -> int:
+        """Bytes this scanner holds on to (the block in progress and the journal)."""
+        return self._scanner.buffered + len(self._journal)
+
+
+Scanner: type[PyScanner]
+NATIVE = False
+if PURE:
+    Scanner = PyScanner
+else:
+    try:
+        from ._bulk import Scanner as _NativeScanner
+
+        Scanner = _NativeScanner  # type: ignore[assignment]  # the same interface (_bulk.pyi), in C
+        NATIVE = True
+    except ImportError:  # no compiler at install time: the reference implementation
+        Scanner = PyScanner
