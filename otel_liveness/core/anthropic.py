@@ -89,9 +89,10 @@ class PartialMessage:
         elif kind == "content_block_delta":
             index = _index(payload.get("index", -1))
             delta = payload.get("delta") or {}
-            block = blocks.get(index) if index is not None else None
-            if block is None or not isinstance(delta, dict):
+            open_block = blocks.get(index) if index is not None else None
+            if open_block is None or not isinstance(delta, dict):
                 return
+            block = open_block
             dtype = delta.get("type")
             field = _DELTA_FIELDS.get(dtype) if isinstance(dtype, str) else None
             if field is not None:

@@ -156,14 +156,14 @@ class _Attempt:
         self.capture: list[tuple[float, CaptureItem]] | None = [] if policy.capture_dir else None
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self.lane = Lane(engine.profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
-        self.lane.attach(self.framer.scanner)  # type: ignore[attr-defined]  # an SSEFramer until the headers
+        self.lane.attach(SSEFramer.scanner_of(self.framer))
         self.error: Failure | None = None  # an in-band error frame arrived
         self.observed: Failure | None = None  # shadow mode: what would have ended the attempt
 
     def set_framer(self, framer: Framer) -> None:
         """The response's framer (the steady lane admits reads through an SSE framer's scanner)."""
         self.framer = framer
-        self.lane.attach(framer.scanner if isinstance(framer, SSEFramer) else None)
+        self.lane.attach(SSEFramer.scanner_of(framer))
 
     @property
     def retained(self) -> int:

@@ -82,6 +82,11 @@ class SSEFramer:
         self.scanner = Scanner(max_frame_bytes, tuple(profile.fast.items()), slow, _comment_kind(profile), _ROLES,
                                journal, PREFIX)
 
+    @staticmethod
+    def scanner_of(framer: Framer) -> Any:
+        """The bulk scanner of an SSE framer (what the steady lane reads through), else ``None``."""
+        return framer.scanner if isinstance(framer, SSEFramer) else None
+
     def feed(self, data: bytes) -> list[FrameKind]:
         return self.scanner.feed(data)
 
@@ -115,6 +120,7 @@ class SSEFramer:
         if self.profile.name not in _ANTHROPIC_WIRES:
             return None
         scanner = self.scanner
+        scanner.close()  # the attempt is over: a block a held-back CR ended is complete (as decode_partial reads it)
         return replay_journal(scanner.journal(), clipped=scanner.journal_state == JOURNAL_CLIPPED)
 
     def retract(self) -> None:

@@ -104,9 +104,10 @@ class Policy:
     (and what is held before content); ``max_prefix_bytes`` is the raw head of the released bytes
     a truncation carries, ``max_partial_bytes`` the bound of the content journal the Anthropic
     wires decode a truncation's partial message from (together: what a stream retains for a
-    truncation, whatever the reply's length); ``capture_dir`` enables the flight recorder (writes captures of failed attempts; holds content,
-    so it is off by default); ``mark_exhausted_responses`` sets ``x-should-retry: false`` on a
-    final error response so an SDK above does not multiply attempts.
+    truncation, whatever the reply's length); ``capture_dir`` enables the flight recorder (writes
+    captures of failed attempts; holds content, so it is off by default);
+    ``mark_exhausted_responses`` sets ``x-should-retry: false`` on a final error response so an
+    SDK above does not multiply attempts.
     """
 
     raw_idle_timeout: float | None = DEFAULT_RAW_IDLE_TIMEOUT
@@ -205,7 +206,7 @@ class Policy:
         return replace(base, **changes) if changes else base
 
 
-_ENV_IGNORED = {"enabled", "mode", "hosts", "pure"}  # read by the instrumentor and the core, not the policy
+_ENV_IGNORED = {"enabled", "mode", "hosts", "pure"}  # read by the instrumentor (and the core: pure), not the policy
 
 
 def _parse_env(key: str, name: str, raw: str) -> Any:
