@@ -231,8 +231,9 @@ def test_the_journal_is_compact_and_keeps_the_wire_escapes() -> None:
         scanner, _ = make(cls)
         assert scanner.feed(START + TEXT0 + delta("hi") + delta('a"b') + PING) == [P, S, S, S, H]
         journal = scanner.journal()
-        assert journal.endswith(b"t\x00\x00\x00\x00\x02\x00\x00\x00hit\x00\x00\x00\x00\x04\x00\x00\x00a\\\"b")
-        assert journal.startswith(b"R") and len(journal) == (5 + len(START) - 2) + (5 + len(TEXT0) - 2) + 9 + 2 + 9 + 4
+        # one run for block 0's text: code, index, length, then each body after its varint length
+        assert journal.endswith(b"t\x00\x00\x00\x00\x08\x00\x00\x00\x02hi\x04a\\\"b")
+        assert journal.startswith(b"R") and len(journal) == (5 + len(START) - 2) + (5 + len(TEXT0) - 2) + 9 + 3 + 5
         assert replay_journal(journal)["content"] == [{"type": "text", "text": 'hia"b', "complete": False}]
 
 
@@ -242,7 +243,7 @@ def test_the_journal_stops_at_an_error_and_is_clipped_at_its_bound() -> None:
         scanner.feed(START + TEXT0 + delta("a") + ERROR + delta("b"))
         assert scanner.journal_state == JOURNAL_STOPPED
         assert replay_journal(scanner.journal())["content"][0]["text"] == "a"
-        small, _ = make(cls, journal=(5 + len(START) - 2) + (5 + len(TEXT0) - 2) + 9 + 10)  # room for one delta
+        small, _ = make(cls, journal=(5 + len(START) - 2) + (5 + len(TEXT0) - 2) + 9 + 1 + 10)  # room for one delta
         small.feed(START + TEXT0 + delta("0123456789") + delta("more") + STOP0)
         assert small.journal_state == JOURNAL_CLIPPED
         partial = replay_journal(small.journal(), clipped=True)

@@ -9,10 +9,10 @@
  * back as one list.
  *
  * Besides the kinds, the scanner keeps two things a truncation needs without keeping the reply:
- *   - the journal (Anthropic wires): the content events in a compact form. A content_block_delta
- *     of the API's canonical shape is recorded as (field, index, the JSON string body as it came
- *     on the wire); every other content event (message_start, block start/stop, message_delta,
- *     non-canonical deltas) as its block. Nothing is decoded here; core/anthropic.py replays the
+ *   - the journal (Anthropic wires): the content events in a compact form. Content_block_deltas
+ *     of the API's canonical shape are recorded as runs: (field, index) once, then each JSON
+ *     string body as it came on the wire, with a varint length; every other content event
+ *     (message_start, block start/stop, message_delta, non-canonical deltas) as its block. Nothing is decoded here; core/anthropic.py replays the
  *     journal into the partial message when a truncation is raised. Bounded by journal_max
  *     (clipped beyond it); stopped at the first error frame.
  *   - the hold (before content): the blocks that are not heartbeats, each with its blank line,
@@ -115,8 +115,11 @@ typedef struct {
     Py_ssize_t journal_max;  /* < 0: no journal */
     int jstate;
     Buf journal;
+    Py_ssize_t run;          /* offset of the journal's last record if it is a run, else -1 */
     Py_ssize_t mark_len;
     int mark_state;
+    Py_ssize_t mark_run;
+    uint32_t mark_run_len;
     Buf norm;                /* scratch: a normalised read */
 } Scanner;
 
@@ -243,8 +246,11 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     self->jstate = JOURNAL_OPEN;
     self->pend.len = 0;
     self->journal.len = 0;
+    self->run = -1;
     self->mark_len = 0;
     self->mark_state = JOURNAL_OPEN;
+    self->mark_run = -1;
+    self->mark_run_len = 0;
     self->started = 0;
     self->pending_cr = 0;
     self->discarded = 0;
@@ -304,6 +310,26 @@ put_u32(char *p, uint32_t v)
     p[1] = (char)((v >> 8) & 0xff);
     p[2] = (char)((v >> 16) & 0xff);
     p[3] = (char)((v >> 24) & 0xff);
+}
+
+static uint32_t
+get_u32(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] | ((uint32_t)u[1] << 8) | ((uint32_t)u[2] << 16) | ((uint32_t)u[3] << 24);
+}
+
+/* LEB128: 7 bits a byte, low first, the high bit set on all but the last */
+static Py_ssize_t
+put_varint(char *p, uint32_t v)
+{
+    Py_ssize_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (char)((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (char)v;
+    return n;
 }
 
 /* A content_block_delta of the canonical shape: its code, index and string body. */
@@ -371,7 +397,18 @@ journal_put(Scanner *s, const char *head, Py_ssize_t hn, const char *body, Py_ss
         s->jstate = JOURNAL_CLIPPED;
         return 0;
     }
-    if (buf_reserve(&s->journal, hn + bn) < 0)
+    Buf *j = &s->journal;
+    if (j->len + hn + bn > j->cap && j->cap > 0 && j->cap * 2 > s->journal_max) {
+        /* doubling would pass the bound: grow to exactly the bound (the capacity never exceeds it) */
+        char *p = PyMem_Realloc(j->buf, (size_t)s->journal_max);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        j->buf = p;
+        j->cap = s->journal_max;
+    }
+    if (buf_reserve(j, hn + bn) < 0)
         return -1;
     memcpy(s->journal.buf + s->journal.len, head, (size_t)hn);
     memcpy(s->journal.buf + s->journal.len + hn, body, (size_t)bn);
@@ -379,7 +416,8 @@ journal_put(Scanner *s, const char *head, Py_ssize_t hn, const char *body, Py_ss
     return 0;
 }
 
-/* Record a content block: canonical deltas compactly, anything else as the block. */
+/* Record a content block: canonical deltas compactly (a run per block and field), anything else
+ * as the block. */
 static int
 journal_block(Scanner *s, const char *b, Py_ssize_t n)
 {
@@ -389,22 +427,47 @@ journal_block(Scanner *s, const char *b, Py_ssize_t n)
     uint32_t index;
     const char *frag;
     Py_ssize_t flen;
-    char head[9];
+    char head[9 + 5];
     if (canonical_delta(b, n, &code, &index, &frag, &flen)) {
+        Py_ssize_t run = s->run;
+        if (run >= 0 && s->journal.buf[run] == code && get_u32(s->journal.buf + run + 1) == index) {
+            Py_ssize_t vn = put_varint(head, (uint32_t)flen);
+            uint32_t body = get_u32(s->journal.buf + run + 5);
+            if (journal_put(s, head, vn, frag, flen) < 0)
+                return -1;
+            if (s->jstate == JOURNAL_OPEN)
+                put_u32(s->journal.buf + run + 5, body + (uint32_t)(vn + flen));
+            return 0;
+        }
         head[0] = code;
         put_u32(head + 1, index);
-        put_u32(head + 5, (uint32_t)flen);
-        return journal_put(s, head, 9, frag, flen);
+        Py_ssize_t vn = put_varint(head + 9, (uint32_t)flen);
+        put_u32(head + 5, (uint32_t)(vn + flen));
+        Py_ssize_t at = s->journal.len;
+        if (journal_put(s, head, 9 + vn, frag, flen) < 0)
+            return -1;
+        if (s->jstate == JOURNAL_OPEN)
+            s->run = at;
+        return 0;
     }
     head[0] = 'R';
     put_u32(head + 1, (uint32_t)n);
+    s->run = -1;
     return journal_put(s, head, 5, b, n);
 }
 
-/* What a classified block means for the journal and the hold. */
+/* What a classified block means for the journal and the hold. Comment lines at the head of a
+ * block are heartbeats of their own: neither keeps them. */
 static int
 account(Scanner *s, const char *b, Py_ssize_t n, PyObject *const *kinds, Py_ssize_t nk)
 {
+    while (n > 0 && b[0] == ':') {
+        const char *lf = memchr(b, '\n', (size_t)n);
+        if (lf == NULL)
+            return 0;
+        n -= (lf - b) + 1;
+        b = lf + 1;
+    }
     int content = 0, error = 0, other = 0;
     for (Py_ssize_t i = 0; i < nk; i++) {
         PyObject *k = kinds[i];
@@ -780,6 +843,8 @@ mark(Scanner *s)
 {
     s->mark_len = s->journal.len;
     s->mark_state = s->jstate;
+    s->mark_run = s->run;
+    s->mark_run_len = s->run >= 0 ? get_u32(s->journal.buf + s->run + 5) : 0;
 }
 
 /* feed / feed_blocks / close: consume `d` (already normalised), emit into `out`. */
@@ -995,6 +1060,9 @@ Scanner_retract(Scanner *self, PyObject *Py_UNUSED(ignored))
     /* the last read was not released: forget what it added to the journal */
     self->journal.len = self->mark_len;
     self->jstate = self->mark_state;
+    self->run = self->mark_run;
+    if (self->run >= 0)
+        put_u32(self->journal.buf + self->run + 5, self->mark_run_len);
     Py_RETURN_NONE;
 }
 

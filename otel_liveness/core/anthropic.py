@@ -166,13 +166,24 @@ def replay_journal(journal: bytes, *, clipped: bool = False) -> dict[str, Any]:
                 partial.frame(frame.event, frame.data)
             continue
         index, n = _II.unpack_from(journal, pos + 1)
-        body = bytes(view[pos + 9 : pos + 9 + n])
-        pos += 9 + n
-        try:
-            text = json.loads('"' + body.decode("utf-8", "surrogatepass") + '"')
-        except ValueError:
-            continue  # as decode_partial skips a frame whose JSON does not decode
-        partial.delta(index, _JOURNAL_FIELDS[code], text, n)
+        field = _JOURNAL_FIELDS[code]
+        at, pos = pos + 9, pos + 9 + n
+        while at < pos:  # a run: each delta's string body after its varint length
+            size = shift = 0
+            while True:
+                byte = journal[at]
+                at += 1
+                size |= (byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80:
+                    break
+            body = bytes(view[at : at + size])
+            at += size
+            try:
+                text = json.loads('"' + body.decode("utf-8", "surrogatepass") + '"')
+            except ValueError:
+                continue  # as decode_partial skips a frame whose JSON does not decode
+            partial.delta(index, field, text, size)
     partial.clipped = partial.clipped or clipped
     return partial.snapshot()
 

@@ -17,17 +17,19 @@ moment their line ends; a line or frame longer than ``max_frame_bytes`` raises
 
 Two records ride along, so that a stream keeps what a truncation needs rather than the reply:
 
-* the **journal** (Anthropic wires, ``journal_max >= 0``): the content events, compactly. A
-  ``content_block_delta`` of the API's canonical shape (``{"type":"content_block_delta",
+* the **journal** (Anthropic wires, ``journal_max >= 0``): the content events, compactly.
+  ``content_block_delta`` frames of the API's canonical shape (``{"type":"content_block_delta",
   "index":N,"delta":{"type":"text_delta","text":"..."}}`` and the thinking, signature and
-  input-JSON variants) is recorded as its field code, index and JSON string body as it came on
-  the wire (``code:1 index:4 length:4 body``); every other content or preamble frame's block as
-  ``R length:4 block``. Nothing is decoded here: :func:`~.anthropic.replay_journal` does that when a
+  input-JSON variants) are recorded as *runs*: consecutive deltas of one block and field share a
+  record ``code:1 index:4 length:4`` followed by each delta's JSON string body as it came on the
+  wire, after its varint length -- a byte or two a delta beyond its text. Every other content or
+  preamble frame's block is recorded as ``R length:4 block`` (without comment lines at its head). Nothing is decoded here: :func:`~.anthropic.replay_journal` does that when a
   truncation is raised. It stops at the first error frame and is *clipped* (stops growing) past
   ``journal_max`` bytes. :meth:`retract` forgets what the last read added (a read that was not
   released after all).
 * the **hold** (a list, while the attempt holds before content): each block that is not a
-  heartbeat, with its blank line -- what the engine replays instead of held heartbeats.
+  heartbeat (without comment lines at its head), with its blank line -- what the engine replays
+  instead of held heartbeats.
 
 :meth:`admit` is the steady lane's entry: it consumes a read only if every frame the read
 completes (at least one) has a semantic fast prefix, and otherwise changes nothing.
@@ -69,6 +71,16 @@ _U32 = struct.Struct("<I")
 _DELTA_HEAD = struct.Struct("<cII")
 
 
+def _varint(n: int) -> bytes:
+    """LEB128: 7 bits a byte, low first, the high bit set on all but the last."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
 class PyScanner:
     """The bulk scanner (reference implementation; ``_bulk.Scanner`` is the same in C).
 
@@ -78,7 +90,7 @@ class PyScanner:
     journal's bound (``-1``: no journal), ``prefix`` how many leading bytes the fast table keys.
     """
 
-    __slots__ = ("_comment", "_fast", "_journal", "_mark", "_prefix", "_roles", "_scanner", "_slow", "hold",
+    __slots__ = ("_comment", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run", "_scanner", "_slow", "hold",
                  "journal_max", "journal_state")
 
     def __init__(
@@ -103,7 +115,8 @@ class PyScanner:
         self.journal_max = journal_max
         self.journal_state = JOURNAL_OPEN
         self._journal = bytearray()
-        self._mark = (0, JOURNAL_OPEN)
+        self._run = -1  # offset of the journal's last record if it is a run
+        self._mark = (0, JOURNAL_OPEN, -1, 0)
         self.hold: list[bytes] | None = None
 
     # -- the SSEScanner view ------------------------------------------------------------------
@@ -134,12 +147,12 @@ class PyScanner:
 
     def feed(self, chunk: bytes) -> list[Any]:
         """Consume ``chunk``; the kinds of the frames it completed, in order."""
-        self._mark = (len(self._journal), self.journal_state)
+        self._set_mark()
         return self._classify(self._scanner.feed_blocks(bytes(chunk)))
 
     def close(self, *, complete_lines: bool = False) -> list[Any]:
         """End of stream (see :meth:`~.sse.SSEScanner.close_blocks`)."""
-        self._mark = (len(self._journal), self.journal_state)
+        self._set_mark()
         return self._classify(self._scanner.close_blocks(complete_lines=complete_lines))
 
     def admit(self, chunk: Any) -> int:
@@ -162,7 +175,7 @@ class PyScanner:
             if not blocks or any(fast.get(block[:prefix]) is not semantic for block in blocks):
                 scanner._parts, scanner._pending = saved
                 return -1
-        self._mark = (len(self._journal), self.journal_state)
+        self._set_mark()
         kinds = [semantic]
         for block in blocks:
             self._account(block, kinds)
@@ -192,6 +205,13 @@ class PyScanner:
         return out
 
     def _account(self, block: bytes, kinds: list[Any]) -> None:
+        """What a classified block means for the journal and the hold (comment lines at its head
+        are heartbeats of their own: neither keeps them)."""
+        while block[:1] == b":":
+            nl = block.find(b"\n")
+            if nl < 0:
+                return
+            block = block[nl + 1 :]
         heartbeat, preamble, semantic, error = self._roles
         if self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN:
             if any(k is error for k in kinds):
@@ -202,16 +222,36 @@ class PyScanner:
             self.hold.append(block + b"\n\n")
 
     def _journal_block(self, block: bytes) -> None:
+        journal = self._journal
         match = _DELTA.match(block)
-        if match is not None:
-            body = match.group(3)
-            record = _DELTA_HEAD.pack(_CODES[match.group(2)], int(match.group(1)), len(body)) + body
-        else:
-            record = b"R" + _U32.pack(len(block)) + block
+        if match is None:
+            self._run = -1
+            self._put(b"R" + _U32.pack(len(block)) + block)
+            return
+        body = match.group(3)
+        code, index = _CODES[match.group(2)], int(match.group(1))
+        fragment = _varint(len(body)) + body
+        run = self._run
+        if run >= 0 and journal[run : run + 1] == code and _U32.unpack_from(journal, run + 1)[0] == index:
+            if self._put(fragment):
+                (size,) = _U32.unpack_from(journal, run + 5)
+                _U32.pack_into(journal, run + 5, size + len(fragment))
+            return
+        at = len(journal)
+        if self._put(_DELTA_HEAD.pack(code, index, len(fragment)) + fragment):
+            self._run = at
+
+    def _put(self, record: bytes) -> bool:
         if len(self._journal) + len(record) > self.journal_max:
             self.journal_state = JOURNAL_CLIPPED
-            return
+            return False
         self._journal += record
+        return True
+
+    def _set_mark(self) -> None:
+        run = self._run
+        self._mark = (len(self._journal), self.journal_state, run,
+                      _U32.unpack_from(self._journal, run + 5)[0] if run >= 0 else 0)
 
     # -- what a truncation and the hold need --------------------------------------------------
 
@@ -229,9 +269,12 @@ class PyScanner:
 
     def retract(self) -> None:
         """The last read was not released after all: forget what it added to the journal."""
-        size, state = self._mark
+        size, state, run, run_size = self._mark
         del self._journal[size:]
         self.journal_state = state
+        self._run = run
+        if run >= 0:
+            _U32.pack_into(self._journal, run + 5, run_size)
 
     @property
     def retained(self) -> int:
