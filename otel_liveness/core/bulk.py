@@ -23,8 +23,9 @@ Two records ride along, so that a stream keeps what a truncation needs rather th
   input-JSON variants) are recorded as *runs*: consecutive deltas of one block and field share a
   record ``code:1 index:4 length:4`` followed by each delta's JSON string body as it came on the
   wire, after its varint length -- a byte or two a delta beyond its text. Every other content or
-  preamble frame's block is recorded as ``R length:4 block`` (without comment lines at its head). Nothing is decoded here: :func:`~.anthropic.replay_journal` does that when a
-  truncation is raised. It stops at the first error frame and is *clipped* (stops growing) past
+  preamble frame's block is recorded as ``R length:4 block`` (without comment lines at its
+  head). Nothing is decoded here: :func:`~.anthropic.replay_journal` does that when a truncation
+  is raised. It stops at the first error frame and is *clipped* (stops growing) past
   ``journal_max`` bytes. :meth:`retract` forgets what the last read added (a read that was not
   released after all).
 * the **hold** (a list, while the attempt holds before content): each block that is not a
