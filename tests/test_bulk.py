@@ -322,3 +322,18 @@ def test_framer_partial_covers_the_whole_reply_not_only_the_prefix() -> None:
     assert partial == decode_partial(body)
     assert partial["content"][0]["text"] == "".join(f"w{i} " for i in range(5000))
     assert framer.retained < len(body) // 2
+
+
+def test_pure_mode_selects_the_references(tmp_path: Any) -> None:
+    # OTEL_LIVENESS_PURE=1 (make test-pure) runs the pure-Python scanner and lane whatever is built.
+    import subprocess
+    import sys
+
+    code = ("from otel_liveness.core import bulk, lane, engine, framing; "
+            "print(bulk.PURE, bulk.NATIVE, lane.NATIVE, engine.Lane is lane.PyLane, framing.Scanner is bulk.PyScanner)")
+    env = {**os.environ, "OTEL_LIVENESS_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False", "False", "True", "True"]
+    from otel_liveness import Policy
+
+    assert Policy.from_env({"OTEL_LIVENESS_PURE": "1"}) == Policy()  # not a policy setting

@@ -33,8 +33,8 @@ PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
 def test_native_lane_is_built() -> None:
     # `make install` compiles the C lane; a silent fallback would leave the fast path untested.
-    if os.environ.get("OTEL_LIVENESS_ALLOW_PURE_LANE"):
-        pytest.skip("pure-Python lane allowed by OTEL_LIVENESS_ALLOW_PURE_LANE")
+    if os.environ.get("OTEL_LIVENESS_ALLOW_PURE_LANE") or bulk.PURE:
+        pytest.skip("pure-Python lane allowed by OTEL_LIVENESS_ALLOW_PURE_LANE or selected by OTEL_LIVENESS_PURE")
     assert lane_mod.NATIVE and lane_mod.Lane is not PyLane
 
 

@@ -398,18 +398,25 @@ journal_put(Scanner *s, const char *head, Py_ssize_t hn, const char *body, Py_ss
         return 0;
     }
     Buf *j = &s->journal;
-    if (j->len + hn + bn > j->cap && j->cap > 0 && j->cap * 2 > s->journal_max) {
-        /* doubling would pass the bound: grow to exactly the bound (the capacity never exceeds it) */
-        char *p = PyMem_Realloc(j->buf, (size_t)s->journal_max);
+    Py_ssize_t need = j->len + hn + bn;
+    if (need > j->cap) {
+        /* grow by a quarter (the journal is kept for the stream's life: little slack), never past
+           the bound */
+        Py_ssize_t cap = j->cap + j->cap / 4;
+        if (cap < need)
+            cap = need;
+        if (cap < 1024)
+            cap = 1024;
+        if (cap > s->journal_max)
+            cap = need > s->journal_max ? need : s->journal_max;
+        char *p = PyMem_Realloc(j->buf, (size_t)cap);
         if (p == NULL) {
             PyErr_NoMemory();
             return -1;
         }
         j->buf = p;
-        j->cap = s->journal_max;
+        j->cap = cap;
     }
-    if (buf_reserve(j, hn + bn) < 0)
-        return -1;
     memcpy(s->journal.buf + s->journal.len, head, (size_t)hn);
     memcpy(s->journal.buf + s->journal.len + hn, body, (size_t)bn);
     s->journal.len += hn + bn;
