@@ -1,10 +1,10 @@
 """End-to-end overhead of the liveness transport on a loopback stream, and its memory bound.
 
 Overhead: the same client with and without ``wrap(...)`` reading a 20,000-event Anthropic stream
-(one SSE event per HTTP chunk, and 64 per chunk: ``--batch 1,64``) from the simulated provider (in a separate process, so the server
-does not share our GIL), for the raw-bytes path (httpx2 ``iter_raw``) and the anthropic SDK path
-(``messages.create(stream=True)`` iterated to the end); the client's CPU time, median of the
-paired ratios (wrapped / plain) over the rounds. Two pairings, both reported:
+(one SSE event per HTTP chunk, and 64 per chunk: ``--batch 1,64``) from the simulated provider
+(in a separate process, so the server does not share our GIL), for the raw-bytes path (httpx2
+``iter_raw``) and the anthropic SDK path (``messages.create(stream=True)`` iterated to the end);
+the client's CPU time, median of the paired ratios (wrapped / plain) over the rounds. Two pairings, both reported:
 
 * interleaved (the figure the target is checked on): each round opens both streams and reads them
   in alternating slices of 200 events (the leading side alternates), so that the host's noise --
@@ -250,6 +250,20 @@ def memory(url: str, scenario: str) -> dict[str, float]:
     return {"stream_mb": n / 2**20, "peak_traced_mb": peak / 2**20}
 
 
+def overhead(url: str, plain_http: httpx2.Client, wrapped_http: httpx2.Client, policy: otel_liveness.Policy,
+             rounds: int) -> dict[str, Any]:
+    """The raw-bytes and SDK paths of one scenario, interleaved and whole-stream pairs."""
+    raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), rounds)
+    raw_i = interleaved(lambda: _RawStream(plain_http, url), lambda: _RawStream(wrapped_http, url), rounds)
+    sdk_plain = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, http_client=httpx2.Client(timeout=60))
+    sdk_wrapped = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0,
+                                      http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
+                                                                timeout=60))
+    sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), rounds)
+    sdk_i = interleaved(lambda: sdk_stream(sdk_plain), lambda: sdk_stream(sdk_wrapped), rounds)
+    return {"raw_bytes_path": raw_i, "sdk_path": sdk_i, "raw_bytes_path_whole_streams": raw, "sdk_path_whole_streams": sdk}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20_000)
@@ -275,17 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         plain_http = httpx2.Client(timeout=60)
         wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)
         for batch in batches:
-            url = f"{server}/s/bench{batch}"
-            raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), args.rounds)
-            raw_i = interleaved(lambda: _RawStream(plain_http, url), lambda: _RawStream(wrapped_http, url), args.rounds)
-            sdk_plain = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, http_client=httpx2.Client(timeout=60))
-            sdk_wrapped = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0,
-                                              http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(),
-                                                                                                     policy), timeout=60))
-            sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), args.rounds)
-            sdk_i = interleaved(lambda: sdk_stream(sdk_plain), lambda: sdk_stream(sdk_wrapped), args.rounds)
-            per_batch[batch] = {"raw_bytes_path": raw_i, "sdk_path": sdk_i, "raw_bytes_path_whole_streams": raw,
-                                "sdk_path_whole_streams": sdk}
+            per_batch[batch] = overhead(f"{server}/s/bench{batch}", plain_http, wrapped_http, policy, args.rounds)
         first = f"{server}/s/bench{batches[0]}"
         telemetry = telemetry_overhead(first, policy, args.rounds)
         noop = noop_api_overhead(first, policy, args.rounds)
