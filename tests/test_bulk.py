@@ -337,3 +337,27 @@ def test_pure_mode_selects_the_references(tmp_path: Any) -> None:
     from otel_liveness import Policy
 
     assert Policy.from_env({"OTEL_LIVENESS_PURE": "1"}) == Policy()  # not a policy setting
+
+
+KINDS = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature",
+         "input_json_delta": "partial_json"}
+KINDS_CODE = {"text_delta": b"t", "thinking_delta": b"k", "signature_delta": b"s", "input_json_delta": b"j"}
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(max_size=12), index=st.integers(0, 2 * 10**9), kind=st.sampled_from(sorted(KINDS)),
+       cut=st.integers(0, 200), insert=st.binary(max_size=3))
+def test_canonical_deltas_are_recognised_alike(text: str, index: int, kind: str, cut: int, insert: bytes) -> None:
+    # A delta, and the same delta with a few bytes spliced in anywhere: both scanners journal it alike.
+    block = delta(text, index, kind, KINDS[kind])[:-2]
+    mutated = block[:cut] + insert + block[cut:]
+    for candidate in (block, mutated):
+        journals = []
+        for cls in (bulk.Scanner, PyScanner):
+            scanner, _ = make(cls)
+            scanner.feed(candidate.replace(b"\n\n", b"\n") + b"\n\n")
+            journals.append(scanner.journal())
+        assert journals[0] == journals[1]
+    assert bulk.canonical_delta(block) == (KINDS_CODE[kind], index, json.dumps(text)[1:-1].encode()) or index > 999_999_999
+

@@ -26,6 +26,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 #define MAX_KEYS 16
 #define SPAN_STACK 256
 #define JOURNAL_OPEN 0
@@ -37,6 +43,8 @@ typedef struct {
     Py_ssize_t len;
     Py_ssize_t cap;
 } Buf;
+
+static const char DELTA_HEAD[] = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
 
 static int
 buf_reserve(Buf *b, Py_ssize_t extra)
@@ -103,6 +111,8 @@ typedef struct {
     const char *kbuf[MAX_KEYS];
     Py_ssize_t klen[MAX_KEYS];
     PyObject *kkind[MAX_KEYS]; /* borrowed from fast */
+    int kskip[MAX_KEYS];     /* the key holds no blank line: a block's end is searched past it */
+    Py_ssize_t delta_key;    /* the key that is the head of a content_block_delta, or -1 */
     PyObject *slow;          /* callable(block) -> list of kinds */
     PyObject *comment;       /* the kind of a comment line */
     PyObject *roles;         /* (heartbeat, preamble, semantic, error) */
@@ -227,8 +237,19 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
         self->kbuf[i] = PyBytes_AS_STRING(key);
         self->klen[i] = PyBytes_GET_SIZE(key);
         self->kkind[i] = PyTuple_GET_ITEM(item, 1);
+        self->kskip[i] = self->klen[i] == prefix;
+        for (Py_ssize_t j = 0; j + 1 < self->klen[i]; j++) {
+            if (self->kbuf[i][j] == '\n' && self->kbuf[i][j + 1] == '\n')
+                self->kskip[i] = 0;
+        }
     }
     self->nkeys = n;
+    self->delta_key = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (self->klen[i] == prefix && prefix <= (Py_ssize_t)sizeof(DELTA_HEAD) - 1
+            && memcmp(self->kbuf[i], DELTA_HEAD, (size_t)prefix) == 0)
+            self->delta_key = i;
+    }
     Py_INCREF(slow);
     self->slow = slow;
     Py_INCREF(comment);
@@ -259,16 +280,75 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
 
 /* -- classification ---------------------------------------------------------------------------- */
 
-static PyObject *
-fast_kind(Scanner *s, const char *b, Py_ssize_t n)
+/* Equality of short byte strings, 8 bytes at a time (no library call for a few dozen bytes). */
+static inline uint64_t
+load8(const char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+static inline int
+mem_eq(const char *a, const char *b, Py_ssize_t n)
+{
+    if (n >= 8) {
+        /* branch-free: the compares of a template all run (they nearly always match) */
+        uint64_t diff = 0;
+        Py_ssize_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            diff |= load8(a + i) ^ load8(b + i);
+        if (i < n)
+            diff |= load8(a + n - 8) ^ load8(b + n - 8); /* the tail as one overlapping word */
+        return diff == 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (a[i] != b[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* memcpy for the few bytes a delta's text usually is, without a library call */
+static inline void
+copy_small(char *dst, const char *src, Py_ssize_t n)
+{
+    /* fixed-size moves only (a byte loop would be turned back into a memcpy call) */
+    if (n >= 8 && n <= 16) {
+        uint64_t a = load8(src), b = load8(src + n - 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    }
+    else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    }
+    else if (n > 0 && n < 4) {
+        dst[0] = src[0];
+        dst[n / 2] = src[n / 2];
+        dst[n - 1] = src[n - 1];
+    }
+    else if (n > 16) {
+        memcpy(dst, src, (size_t)n);
+    }
+}
+
+/* The index of the fast prefix the block b[0:n] starts with, or -1: dict.get(block[:prefix])
+ * semantics (a key matches the block's first min(n, prefix) bytes, lengths equal). */
+static inline Py_ssize_t
+fast_index(Scanner *s, const char *b, Py_ssize_t n)
 {
     Py_ssize_t k = n < s->prefix ? n : s->prefix;
     for (Py_ssize_t i = 0; i < s->nkeys; i++) {
-        if (s->klen[i] == k && memcmp(s->kbuf[i], b, (size_t)k) == 0)
-            return s->kkind[i];
+        if (s->klen[i] == k && mem_eq(s->kbuf[i], b, k))
+            return i;
     }
-    return NULL;
+    return -1;
 }
+
 
 /* The number of lines of a block made of comment lines only (each a heartbeat frame), else 0. */
 static Py_ssize_t
@@ -289,34 +369,42 @@ comment_lines(const char *b, Py_ssize_t n)
 
 /* -- the journal ------------------------------------------------------------------------------- */
 
-static const char DELTA_HEAD[] = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
 static const char DELTA_MID[] = ",\"delta\":{\"type\":\"";
-#define DT(s, c) {s, sizeof(s) - 1, c}
-static const struct {
-    const char *type;   /* the delta type, then '","', the field, '":"' */
-    Py_ssize_t len;
-    char code;
-} DELTA_TYPES[] = {
-    DT("text_delta\",\"text\":\"", 't'),
-    DT("thinking_delta\",\"thinking\":\"", 'k'),
-    DT("signature_delta\",\"signature\":\"", 's'),
-    DT("input_json_delta\",\"partial_json\":\"", 'j'),
-};
+#define DELTA_TYPE_TEXT "text_delta\",\"text\":\""
+#define DELTA_TYPE_THINKING "thinking_delta\",\"thinking\":\""
+#define DELTA_TYPE_SIGNATURE "signature_delta\",\"signature\":\""
+#define DELTA_TYPE_INPUT "input_json_delta\",\"partial_json\":\""
+#define DELTA_CODE_TEXT 't'
+#define DELTA_CODE_THINKING 'k'
+#define DELTA_CODE_SIGNATURE 's'
+#define DELTA_CODE_INPUT 'j'
 
-static void
+
+/* little-endian u32 at p (the journal's byte order, whatever the host's) */
+static inline void
 put_u32(char *p, uint32_t v)
 {
+#if PY_LITTLE_ENDIAN
+    memcpy(p, &v, 4);
+#else
     p[0] = (char)(v & 0xff);
     p[1] = (char)((v >> 8) & 0xff);
     p[2] = (char)((v >> 16) & 0xff);
     p[3] = (char)((v >> 24) & 0xff);
+#endif
 }
 
-static uint32_t
+static inline uint32_t
 get_u32(const char *p)
 {
+#if PY_LITTLE_ENDIAN
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+#else
     const unsigned char *u = (const unsigned char *)p;
     return (uint32_t)u[0] | ((uint32_t)u[1] << 8) | ((uint32_t)u[2] << 16) | ((uint32_t)u[3] << 24);
+#endif
 }
 
 /* LEB128: 7 bits a byte, low first, the high bit set on all but the last */
@@ -332,37 +420,114 @@ put_varint(char *p, uint32_t v)
     return n;
 }
 
-/* A content_block_delta of the canonical shape: its code, index and string body. */
-static int
-canonical_delta(const char *b, Py_ssize_t n, char *code, uint32_t *index, const char **frag, Py_ssize_t *flen)
+/* A canonical delta, parsed: the journal's code, the block index, the string body (its offset in
+ * the block and length). */
+typedef struct {
+    int ok;
+    char code;
+    uint32_t index;
+    Py_ssize_t foff;
+    Py_ssize_t flen;
+} Delta;
+
+/* The canonical shape after DELTA_HEAD, from b[hl] on: index digits, DELTA_MID, a delta type and
+ * field; returns the offset of the string body, or -1. */
+static ALWAYS_INLINE Py_ssize_t
+delta_fields(const char *b, Py_ssize_t n, char *code, uint32_t *index)
 {
     const Py_ssize_t hl = (Py_ssize_t)sizeof(DELTA_HEAD) - 1;
-    if (n < hl + 1 + 3 || memcmp(b, DELTA_HEAD, (size_t)hl) != 0)
-        return 0;
     Py_ssize_t p = hl;
-    /* 0 | [1-9][0-9]{0,8} */
     uint32_t idx = 0;
     Py_ssize_t digits = 0;
-    while (p < n && b[p] >= '0' && b[p] <= '9') {
+    while (p < n && b[p] >= '0' && b[p] <= '9' && digits < 10) {
         idx = idx * 10 + (uint32_t)(b[p] - '0');
         p++;
         digits++;
     }
     if (digits == 0 || digits > 9 || (digits > 1 && b[hl] == '0'))
-        return 0;
+        return -1;
     const Py_ssize_t ml = (Py_ssize_t)sizeof(DELTA_MID) - 1;
-    if (n - p < ml || memcmp(b + p, DELTA_MID, (size_t)ml) != 0)
-        return 0;
+    if (n - p < ml || !mem_eq(b + p, DELTA_MID, ml))
+        return -1;
     p += ml;
-    int t;
-    for (t = 0; t < 4; t++) {
-        Py_ssize_t tl = DELTA_TYPES[t].len;
-        if (n - p >= tl && memcmp(b + p, DELTA_TYPES[t].type, (size_t)tl) == 0) {
-            p += tl;
+    if (p + 2 > n)
+        return -1;
+    /* the delta type by its first two bytes: te(xt), th(inking), si(gnature), in(put_json); each
+       compared as a constant (unrolled) */
+#define DELTA_TYPE(t)                                                                             \
+    do {                                                                                          \
+        if (n - p < (Py_ssize_t)sizeof(DELTA_TYPE_##t) - 1                                          \
+            || !mem_eq(b + p, DELTA_TYPE_##t, (Py_ssize_t)sizeof(DELTA_TYPE_##t) - 1))              \
+            return -1;                                                                            \
+        *code = DELTA_CODE_##t;                                                                   \
+        *index = idx;                                                                             \
+        return p + (Py_ssize_t)sizeof(DELTA_TYPE_##t) - 1;                                        \
+    } while (0)
+    switch (b[p]) {
+    case 't':
+        if (b[p + 1] == 'e')
+            DELTA_TYPE(TEXT);
+        DELTA_TYPE(THINKING);
+    case 's':
+        DELTA_TYPE(SIGNATURE);
+    case 'i':
+        DELTA_TYPE(INPUT);
+    default:
+        return -1;
+    }
+#undef DELTA_TYPE
+}
+
+/* A canonical delta block at the start of d[0:n], found without knowing where the block ends: its
+ * string body runs to the first unescaped quote, which must be followed by '}}' and the blank line.
+ * Returns the block's length (the index of the blank line's first LF), or -1: not canonical, or
+ * not complete in d (the caller then finds the block's end the general way). */
+static ALWAYS_INLINE Py_ssize_t
+delta_at(const char *d, Py_ssize_t n, Delta *dl)
+{
+    const Py_ssize_t hl = (Py_ssize_t)sizeof(DELTA_HEAD) - 1;
+    if (n <= hl || !mem_eq(d, DELTA_HEAD, hl))
+        return -1;
+    Py_ssize_t p = delta_fields(d, n, &dl->code, &dl->index);
+    if (p < 0)
+        return -1;
+    Py_ssize_t i = p;
+    while (i < n) {
+        char c = d[i];
+        if (c == '"')
             break;
+        if (c == '\\') {
+            if (i + 1 >= n || d[i + 1] == '\n')
+                return -1;
+            i += 2;
+        }
+        else if (c == '\n') {
+            return -1;
+        }
+        else {
+            i++;
         }
     }
-    if (t == 4)
+    if (i + 4 >= n || d[i + 1] != '}' || d[i + 2] != '}' || d[i + 3] != '\n' || d[i + 4] != '\n')
+        return -1;
+    dl->ok = 1;
+    dl->foff = p;
+    dl->flen = i - p;
+    return i + 3;
+}
+
+/* A content_block_delta of the canonical shape: its code, index and string body. */
+static int
+canonical_delta(const char *b, Py_ssize_t n, Py_ssize_t known, char *code, uint32_t *index, const char **frag,
+                Py_ssize_t *flen)
+{
+    /* known: how many leading bytes are already known to be DELTA_HEAD's (a fast prefix matched) */
+    const Py_ssize_t hl = (Py_ssize_t)sizeof(DELTA_HEAD) - 1;
+    if (n < hl + 1 + 3 || !mem_eq(b + known, DELTA_HEAD + known, hl - known))
+        return 0;
+    /* 0 | [1-9][0-9]{0,8} */
+    Py_ssize_t p = delta_fields(b, n, code, index);
+    if (p < 0)
         return 0;
     Py_ssize_t end = n - 3; /* '"}}' */
     if (end < p || b[end] != '"' || b[end + 1] != '}' || b[end + 2] != '}')
@@ -383,8 +548,6 @@ canonical_delta(const char *b, Py_ssize_t n, char *code, uint32_t *index, const 
             i++;
         }
     }
-    *code = DELTA_TYPES[t].code;
-    *index = idx;
     *frag = b + p;
     *flen = end - p;
     return 1;
@@ -417,8 +580,8 @@ journal_put(Scanner *s, const char *head, Py_ssize_t hn, const char *body, Py_ss
         j->buf = p;
         j->cap = cap;
     }
-    memcpy(s->journal.buf + s->journal.len, head, (size_t)hn);
-    memcpy(s->journal.buf + s->journal.len + hn, body, (size_t)bn);
+    copy_small(s->journal.buf + s->journal.len, head, hn);
+    copy_small(s->journal.buf + s->journal.len + hn, body, bn);
     s->journal.len += hn + bn;
     return 0;
 }
@@ -426,7 +589,7 @@ journal_put(Scanner *s, const char *head, Py_ssize_t hn, const char *body, Py_ss
 /* Record a content block: canonical deltas compactly (a run per block and field), anything else
  * as the block. */
 static int
-journal_block(Scanner *s, const char *b, Py_ssize_t n)
+journal_block(Scanner *s, const char *b, Py_ssize_t n, Py_ssize_t known, const Delta *dl)
 {
     if (s->journal_max < 0 || s->jstate != JOURNAL_OPEN)
         return 0;
@@ -435,15 +598,35 @@ journal_block(Scanner *s, const char *b, Py_ssize_t n)
     const char *frag;
     Py_ssize_t flen;
     char head[9 + 5];
-    if (canonical_delta(b, n, &code, &index, &frag, &flen)) {
+    int canon;
+    if (dl != NULL && dl->ok) {
+        canon = 1;
+        code = dl->code;
+        index = dl->index;
+        frag = b + dl->foff;
+        flen = dl->flen;
+    }
+    else {
+        canon = canonical_delta(b, n, known, &code, &index, &frag, &flen);
+    }
+    if (canon) {
         Py_ssize_t run = s->run;
-        if (run >= 0 && s->journal.buf[run] == code && get_u32(s->journal.buf + run + 1) == index) {
+        Buf *j = &s->journal;
+        if (run >= 0 && j->buf[run] == code && get_u32(j->buf + run + 1) == index) {
+            /* the same block and field as the last record: extend the run */
+            if (flen < 128 && j->len + 1 + flen <= j->cap && j->len + 1 + flen <= s->journal_max) {
+                char *w = j->buf + j->len; /* the common case, in place: one length byte, the body */
+                w[0] = (char)flen;
+                copy_small(w + 1, frag, flen);
+                j->len += 1 + flen;
+                put_u32(j->buf + run + 5, get_u32(j->buf + run + 5) + (uint32_t)(1 + flen));
+                return 0;
+            }
             Py_ssize_t vn = put_varint(head, (uint32_t)flen);
-            uint32_t body = get_u32(s->journal.buf + run + 5);
             if (journal_put(s, head, vn, frag, flen) < 0)
                 return -1;
             if (s->jstate == JOURNAL_OPEN)
-                put_u32(s->journal.buf + run + 5, body + (uint32_t)(vn + flen));
+                put_u32(j->buf + run + 5, get_u32(j->buf + run + 5) + (uint32_t)(vn + flen));
             return 0;
         }
         head[0] = code;
@@ -466,9 +649,14 @@ journal_block(Scanner *s, const char *b, Py_ssize_t n)
 /* What a classified block means for the journal and the hold. Comment lines at the head of a
  * block are heartbeats of their own: neither keeps them. */
 static int
-account(Scanner *s, const char *b, Py_ssize_t n, PyObject *const *kinds, Py_ssize_t nk)
+account(Scanner *s, const char *b, Py_ssize_t n, PyObject *const *kinds, Py_ssize_t nk, Py_ssize_t key,
+        const Delta *dl)
 {
+    /* key: the fast prefix the block matched (-1: none or not known); dl: its parse, if done */
+    Py_ssize_t known = key >= 0 && key == s->delta_key ? s->prefix : 0;
     while (n > 0 && b[0] == ':') {
+        known = 0;
+        dl = NULL;
         const char *lf = memchr(b, '\n', (size_t)n);
         if (lf == NULL)
             return 0;
@@ -488,7 +676,7 @@ account(Scanner *s, const char *b, Py_ssize_t n, PyObject *const *kinds, Py_ssiz
     if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN) {
         if (error)
             s->jstate = JOURNAL_STOPPED;
-        else if (content && journal_block(s, b, n) < 0)
+        else if (content && journal_block(s, b, n, known, dl) < 0)
             return -1;
     }
     if (s->hold != NULL && other) {
@@ -507,9 +695,10 @@ account(Scanner *s, const char *b, Py_ssize_t n, PyObject *const *kinds, Py_ssiz
     return 0;
 }
 
-/* Classify one block into `out` (kinds mode) or append it (blocks mode). */
+/* Classify one block into `out` (kinds mode) or append it (blocks mode). `key`: its fast prefix
+ * when already known (-1: none), -2 when not looked up yet. */
 static int
-emit(Scanner *s, const char *b, Py_ssize_t n, PyObject *out, int blocks_mode)
+emit(Scanner *s, const char *b, Py_ssize_t n, PyObject *out, int blocks_mode, Py_ssize_t key, const Delta *dl)
 {
     if (blocks_mode) {
         PyObject *blk = PyBytes_FromStringAndSize(b, n);
@@ -519,13 +708,15 @@ emit(Scanner *s, const char *b, Py_ssize_t n, PyObject *out, int blocks_mode)
         Py_DECREF(blk);
         return rc;
     }
-    PyObject *kind = fast_kind(s, b, n);
-    if (kind != NULL) {
+    if (key == -2)
+        key = fast_index(s, b, n);
+    if (key >= 0) {
+        PyObject *kind = s->kkind[key];
         if (PyList_Append(out, kind) < 0)
             return -1;
         if (kind == s->heartbeat && s->hold == NULL)
             return 0;
-        return account(s, b, n, &kind, 1);
+        return account(s, b, n, &kind, 1, key, dl);
     }
     Py_ssize_t lines = b[0] == ':' ? comment_lines(b, n) : 0;
     if (lines > 0) {
@@ -536,7 +727,7 @@ emit(Scanner *s, const char *b, Py_ssize_t n, PyObject *out, int blocks_mode)
         if (s->comment == s->heartbeat)
             return 0;
         PyObject *kinds[1] = {s->comment};
-        return account(s, b, n, kinds, 1);
+        return account(s, b, n, kinds, 1, -1, NULL);
     }
     PyObject *blk = PyBytes_FromStringAndSize(b, n);
     if (blk == NULL)
@@ -558,7 +749,7 @@ emit(Scanner *s, const char *b, Py_ssize_t n, PyObject *out, int blocks_mode)
     for (Py_ssize_t i = 0; i < nk && rc == 0; i++)
         rc = PyList_Append(out, items[i]);
     if (rc == 0)
-        rc = account(s, b, n, items, nk);
+        rc = account(s, b, n, items, nk, -1, NULL);
     Py_DECREF(seq);
     Py_DECREF(blk);
     return rc;
@@ -662,7 +853,9 @@ find_blank(const char *d, Py_ssize_t from, Py_ssize_t n)
 typedef struct {
     Py_ssize_t start; /* in d; -1: the straddling block (pend.buf[0:len]) */
     Py_ssize_t len;
+    Py_ssize_t key;   /* its fast prefix (-1: none), -2: not looked up */
     int comment;      /* a head comment line of the rest */
+    Delta delta;      /* parsed when the block was found by its canonical delta shape */
 } Span;
 
 typedef struct {
@@ -677,7 +870,7 @@ typedef struct {
 } Scan;
 
 static int
-scan_push(Scan *sc, Py_ssize_t start, Py_ssize_t len, int comment)
+scan_push(Scan *sc, Py_ssize_t start, Py_ssize_t len, int comment, Py_ssize_t key)
 {
     if (sc->count == sc->cap) {
         Py_ssize_t cap = sc->cap * 2;
@@ -701,6 +894,8 @@ scan_push(Scan *sc, Py_ssize_t start, Py_ssize_t len, int comment)
     sp->start = start;
     sp->len = len;
     sp->comment = comment;
+    sp->key = key;
+    sp->delta.ok = 0;
     if (!comment && len > sc->largest)
         sc->largest = len;
     return 0;
@@ -748,7 +943,7 @@ scan(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
                 return -1;
             memcpy(s->pend.buf + plen, d, (size_t)take);
             sc->straddle = blen;
-            if (scan_push(sc, -1, blen, 0) < 0)
+            if (scan_push(sc, -1, blen, 0, -2) < 0)
                 return -1;
             p = next;
         }
@@ -763,10 +958,33 @@ scan(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
                 p++;
             if (p >= n)
                 break;
-            Py_ssize_t q = find_blank(d, p, n);
+            /* a canonical delta (the bulk of a reply) is parsed where it lies, and the parse finds
+               its end: no search for the blank line */
+            if (s->delta_key >= 0) {
+                Delta dl;
+                Py_ssize_t len = delta_at(d + p, n - p, &dl);
+                if (len > 0) {
+                    if (scan_push(sc, p, len, 0, s->delta_key) < 0)
+                        return -1;
+                    sc->spans[sc->count - 1].delta = dl;
+                    p += len + 2;
+                    continue;
+                }
+            }
+            /* the head first: past a fast prefix (no blank line in it), the block's end is searched
+               from the prefix's last byte on -- one memchr for a typical event, not two */
+            Py_ssize_t key = -2, from = p;
+            if (n - p > s->prefix) {
+                key = fast_index(s, d + p, s->prefix);
+                if (key >= 0 && s->kskip[key])
+                    from = p + s->prefix - 1;
+            }
+            Py_ssize_t q = find_blank(d, from, n);
             if (q < 0)
                 break;
-            if (scan_push(sc, p, q - p, 0) < 0)
+            if (key >= 0 && q - p < s->prefix)
+                key = fast_index(s, d + p, q - p); /* a block shorter than the prefix: its own head */
+            if (scan_push(sc, p, q - p, 0, key) < 0)
                 return -1;
             p = q + 2;
         }
@@ -781,7 +999,7 @@ scan(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
                     return -1;
                 memcpy(s->pend.buf + plen, d, (size_t)take);
                 sc->straddle = plen + take;
-                if (scan_push(sc, -1, plen + take, 1) < 0)
+                if (scan_push(sc, -1, plen + take, 1, -2) < 0)
                     return -1;
                 sc->rest_pend = 0;
                 p = take + 1;
@@ -796,7 +1014,7 @@ scan(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
             if (lf == NULL)
                 break;
             Py_ssize_t q = lf - d;
-            if (scan_push(sc, p, q - p, 1) < 0)
+            if (scan_push(sc, p, q - p, 1, -2) < 0)
                 return -1;
             p = q + 1;
             while (p < n && d[p] == '\n')
@@ -870,7 +1088,7 @@ consume(Scanner *s, const char *d, Py_ssize_t n, PyObject *out, int blocks_mode)
     /* emit reads the straddling block from pend.buf: emit first, then keep the rest */
     for (Py_ssize_t i = 0; i < sc.count; i++) {
         Span *sp = &sc.spans[i];
-        if (emit(s, span_bytes(s, d, sp), sp->len, out, blocks_mode) < 0) {
+        if (emit(s, span_bytes(s, d, sp), sp->len, out, blocks_mode, sp->key, &sp->delta) < 0) {
             scan_free(&sc);
             return -1;
         }
@@ -934,6 +1152,73 @@ Scanner_feed_blocks(Scanner *self, PyObject *chunk)
  * fast prefix of a semantic frame, it holds no CR and stays within the bounds: consumed as
  * feed() would (the journal and the hold too), and the number of frames is returned. Otherwise
  * -1 and nothing changed. */
+/* admit() for a read that starts at a block boundary, with nothing held: one pass, journaling as
+ * it goes (rolled back if the read turns out not to be admitted). The same answer as the general
+ * path (scan, check every block, account): every complete block has a semantic fast prefix and is
+ * within the bound, at least one is complete, and the rest -- the frame in progress -- is not a
+ * head comment line that ended and is within the bound. Returns the frames, -1 to decline (nothing
+ * changed), -2 on error. */
+static Py_ssize_t
+admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
+{
+    /* a declined read changes nothing, the mark (what retract() restores) included */
+    const Py_ssize_t old_len = s->mark_len, old_run = s->mark_run;
+    const int old_state = s->mark_state;
+    const uint32_t old_run_len = s->mark_run_len;
+    mark(s);
+    const int fused = s->delta_key >= 0 && s->kkind[s->delta_key] == s->semantic;
+    Py_ssize_t frames = 0, p = 0;
+    for (;;) {
+        while (p < n && d[p] == '\n')
+            p++;
+        if (p >= n)
+            break;
+        Delta dl;
+        dl.ok = 0;
+        Py_ssize_t len = fused ? delta_at(d + p, n - p, &dl) : -1;
+        Py_ssize_t key = s->delta_key;
+        if (len < 0) {
+            key = n - p > s->prefix ? fast_index(s, d + p, s->prefix) : -2;
+            Py_ssize_t from = key >= 0 && s->kskip[key] ? p + s->prefix - 1 : p;
+            Py_ssize_t q = find_blank(d, from, n);
+            if (q < 0)
+                break; /* the frame in progress: judged when it completes */
+            len = q - p;
+            if (key == -2 || len < s->prefix)
+                key = fast_index(s, d + p, len);
+            if (key < 0 || s->kkind[key] != s->semantic)
+                goto decline;
+        }
+        if (len > s->max_frame)
+            goto decline;
+        if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN
+            && journal_block(s, d + p, len, key == s->delta_key ? s->prefix : 0, &dl) < 0)
+            return -2;
+        frames++;
+        p += len + 2;
+    }
+    if (frames == 0 || n - p > s->max_frame)
+        goto decline;
+    if (p < n && d[p] == ':' && memchr(d + p, '\n', (size_t)(n - p)) != NULL)
+        goto decline; /* a head comment line ended: a heartbeat frame */
+    s->pend.len = 0;
+    if (buf_append(&s->pend, d + p, n - p) < 0)
+        return -2;
+    buf_trim(&s->pend);
+    return frames;
+decline:
+    s->journal.len = s->mark_len;
+    s->jstate = s->mark_state;
+    s->run = s->mark_run;
+    if (s->run >= 0)
+        put_u32(s->journal.buf + s->run + 5, s->mark_run_len);
+    s->mark_len = old_len;
+    s->mark_state = old_state;
+    s->mark_run = old_run;
+    s->mark_run_len = old_run_len;
+    return -1;
+}
+
 static PyObject *
 Scanner_admit(Scanner *self, PyObject *chunk)
 {
@@ -943,6 +1228,12 @@ Scanner_admit(Scanner *self, PyObject *chunk)
     Py_ssize_t n = PyBytes_GET_SIZE(chunk);
     if (n == 0 || memchr(d, '\r', (size_t)n) != NULL)
         return PyLong_FromLong(-1);
+    if (self->pend.len == 0 && self->hold == NULL) {
+        Py_ssize_t frames = admit_aligned(self, d, n);
+        if (frames == -2)
+            return NULL;
+        return PyLong_FromSsize_t(frames);
+    }
     Scan sc;
     if (scan(self, d, n, &sc) < 0) {
         scan_free(&sc);
@@ -952,8 +1243,9 @@ Scanner_admit(Scanner *self, PyObject *chunk)
     int ok = count > 0 && sc.largest <= self->max_frame && sc.rest_len <= self->max_frame;
     for (Py_ssize_t i = 0; ok && i < count; i++) {
         Span *sp = &sc.spans[i];
-        PyObject *kind = fast_kind(self, span_bytes(self, d, sp), sp->len);
-        ok = kind != NULL && kind == self->semantic;
+        if (sp->key == -2)
+            sp->key = fast_index(self, span_bytes(self, d, sp), sp->len);
+        ok = sp->key >= 0 && self->kkind[sp->key] == self->semantic;
     }
     if (!ok) {
         scan_free(&sc);
@@ -963,7 +1255,7 @@ Scanner_admit(Scanner *self, PyObject *chunk)
     PyObject *kind = self->semantic;
     for (Py_ssize_t i = 0; i < count; i++) {
         Span *sp = &sc.spans[i];
-        if (account(self, span_bytes(self, d, sp), sp->len, &kind, 1) < 0) {
+        if (account(self, span_bytes(self, d, sp), sp->len, &kind, 1, sp->key, &sp->delta) < 0) {
             scan_free(&sc);
             return NULL;
         }
@@ -1012,7 +1304,7 @@ close_common(Scanner *self, PyObject *args, PyObject *kwds, int blocks_mode)
                 return NULL;
             }
             pb->len = 0;
-            int rc = emit(self, tmp.buf, rest, out, blocks_mode);
+            int rc = emit(self, tmp.buf, rest, out, blocks_mode, -2, NULL);
             buf_free(&tmp);
             if (rc < 0) {
                 Py_DECREF(out);

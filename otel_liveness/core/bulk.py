@@ -38,16 +38,18 @@ completes (at least one) has a semantic fast prefix, and otherwise changes nothi
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .errors import FrameTooLarge
 from .sse import SSEScanner, whole_frame
 
-__all__ = ["JOURNAL_CLIPPED", "JOURNAL_OPEN", "JOURNAL_STOPPED", "NATIVE", "PURE", "PyScanner", "Scanner"]
+__all__ = ["JOURNAL_CLIPPED", "JOURNAL_OPEN", "JOURNAL_STOPPED", "NATIVE", "PURE", "PyScanner", "Scanner",
+           "canonical_delta"]
 
 JOURNAL_OPEN = 0
 JOURNAL_CLIPPED = 1
@@ -57,17 +59,48 @@ JOURNAL_STOPPED = 2
 #: ones are built (what an install without a compiler runs; ``make test-pure``).
 PURE = os.environ.get("OTEL_LIVENESS_PURE", "").strip().lower() in ("1", "true", "yes", "on")
 
-_DELTA = re.compile(
-    rb'event: content_block_delta\ndata: \{"type":"content_block_delta","index":(0|[1-9][0-9]{0,8}),"delta":\{"type":"'
-    rb'(text_delta","text|thinking_delta","thinking|signature_delta","signature|input_json_delta","partial_json)'
-    rb'":"((?:[^"\\\n]|\\[^\n])*)"\}\}\Z'
+_DELTA_START = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
+_DELTA_MID = b',"delta":{"type":"'
+_DELTA_TYPES = (
+    (b'text_delta","text":"', b"t"),
+    (b'thinking_delta","thinking":"', b"k"),
+    (b'signature_delta","signature":"', b"s"),
+    (b'input_json_delta","partial_json":"', b"j"),
 )
-_CODES = {
-    b'text_delta","text': b"t",
-    b'thinking_delta","thinking': b"k",
-    b'signature_delta","signature': b"s",
-    b'input_json_delta","partial_json': b"j",
-}
+#: A JSON string body as the canonical shape needs it: no unescaped quote, no LF, every backslash
+#: followed by a byte.
+_BODY = re.compile(rb'(?:[^"\\\n]|\\[^\n])*')
+
+
+def canonical_delta(block: bytes) -> tuple[bytes, int, bytes] | None:
+    """``(code, index, body)`` of a ``content_block_delta`` block of the API's canonical shape
+    (``event: content_block_delta`` + ``data: {"type":"content_block_delta","index":N,"delta":
+    {"type":"text_delta","text":"..."}}``, or the thinking, signature or input-JSON variant; N
+    without leading zeros, at most 9 digits), else ``None``. ``body`` is the string as on the wire."""
+    if not block.startswith(_DELTA_START):
+        return None
+    start = len(_DELTA_START)
+    comma = block.find(b",", start, start + 10)
+    digits = block[start:comma]
+    if comma < 0 or not digits.isdigit() or (digits[0] == 48 and len(digits) > 1):
+        return None
+    if not block.startswith(_DELTA_MID, comma):
+        return None
+    at = comma + len(_DELTA_MID)
+    code = b""
+    for prefix, field_code in _DELTA_TYPES:
+        if block.startswith(prefix, at):
+            at += len(prefix)
+            code = field_code
+            break
+    if not code:
+        return None
+    if len(block) - 3 < at or not block.endswith(b'"}}'):
+        return None
+    body = block[at:-3]
+    if (b'"' in body or b"\\" in body or b"\n" in body) and _BODY.fullmatch(body) is None:
+        return None
+    return code, int(digits), body
 _U32 = struct.Struct("<I")
 _DELTA_HEAD = struct.Struct("<cII")
 
@@ -91,8 +124,8 @@ class PyScanner:
     journal's bound (``-1``: no journal), ``prefix`` how many leading bytes the fast table keys.
     """
 
-    __slots__ = ("_comment", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run", "_scanner", "_slow", "hold",
-                 "journal_max", "journal_state")
+    __slots__ = ("_comment", "_cut", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run", "_scanner", "_slow",
+                 "hold", "journal_max", "journal_state")
 
     def __init__(
         self,
@@ -113,6 +146,7 @@ class PyScanner:
         self._comment = comment
         self._roles = roles
         self._prefix = prefix
+        self._cut = operator.itemgetter(slice(0, prefix))
         self.journal_max = journal_max
         self.journal_state = JOURNAL_OPEN
         self._journal = bytearray()
@@ -177,23 +211,32 @@ class PyScanner:
                 scanner._parts, scanner._pending = saved
                 return -1
         self._set_mark()
-        kinds = [semantic]
-        for block in blocks:
-            self._account(block, kinds)
+        if self.hold is not None or (self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN):
+            kinds = (semantic,)
+            for block in blocks:
+                self._account(block, kinds)
         return len(blocks)
 
     def _classify(self, blocks: list[bytes]) -> list[Any]:
-        out: list[Any] = []
+        if not blocks:
+            return []
         fast = self._fast
-        prefix = self._prefix
+        kinds = list(map(fast.get, map(self._cut, blocks)))  # a C-level loop: no Python frame per block
         heartbeat = self._roles[0]
-        for block in blocks:
-            kind = fast.get(block[:prefix])
+        if None not in kinds:  # every block by its head (the common case)
+            keeping = self.hold is not None
+            if keeping or (self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN):
+                for block, kind in zip(blocks, kinds, strict=True):
+                    if keeping or kind is not heartbeat:
+                        self._account(block, (kind,))
+            return kinds
+        out: list[Any] = []
+        for block, kind in zip(blocks, kinds, strict=True):
             if kind is not None:
                 out.append(kind)
                 if kind is heartbeat and self.hold is None:
                     continue
-                self._account(block, [kind])
+                self._account(block, (kind,))
             elif block[:1] == b":" and all(line[:1] == b":" for line in block.split(b"\n")):
                 kinds = [self._comment] * (block.count(b"\n") + 1)
                 out += kinds
@@ -205,7 +248,7 @@ class PyScanner:
                 self._account(block, kinds)
         return out
 
-    def _account(self, block: bytes, kinds: list[Any]) -> None:
+    def _account(self, block: bytes, kinds: Sequence[Any]) -> None:
         """What a classified block means for the journal and the hold (comment lines at its head
         are heartbeats of their own: neither keeps them)."""
         while block[:1] == b":":
@@ -213,24 +256,23 @@ class PyScanner:
             if nl < 0:
                 return
             block = block[nl + 1 :]
-        heartbeat, preamble, semantic, error = self._roles
+        heartbeat, preamble, semantic, error = self._roles  # FrameKind members: `in` is identity
         if self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN:
-            if any(k is error for k in kinds):
+            if error in kinds:
                 self.journal_state = JOURNAL_STOPPED
-            elif any(k is semantic or k is preamble for k in kinds):
+            elif semantic in kinds or preamble in kinds:
                 self._journal_block(block)
-        if self.hold is not None and any(k is not heartbeat for k in kinds):
+        if self.hold is not None and (len(kinds) != kinds.count(heartbeat)):
             self.hold.append(block + b"\n\n")
 
     def _journal_block(self, block: bytes) -> None:
         journal = self._journal
-        match = _DELTA.match(block)
-        if match is None:
+        delta = canonical_delta(block)
+        if delta is None:
             self._run = -1
             self._put(b"R" + _U32.pack(len(block)) + block)
             return
-        body = match.group(3)
-        code, index = _CODES[match.group(2)], int(match.group(1))
+        code, index, body = delta
         fragment = _varint(len(body)) + body
         run = self._run
         if run >= 0 and journal[run : run + 1] == code and _U32.unpack_from(journal, run + 1)[0] == index:
