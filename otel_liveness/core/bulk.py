@@ -101,6 +101,8 @@ def canonical_delta(block: bytes) -> tuple[bytes, int, bytes] | None:
     if (b'"' in body or b"\\" in body or b"\n" in body) and _BODY.fullmatch(body) is None:
         return None
     return code, int(digits), body
+
+
 _U32 = struct.Struct("<I")
 _DELTA_HEAD = struct.Struct("<cII")
 
