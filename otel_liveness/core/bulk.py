@@ -59,48 +59,32 @@ JOURNAL_STOPPED = 2
 #: ones are built (what an install without a compiler runs; ``make test-pure``).
 PURE = os.environ.get("OTEL_LIVENESS_PURE", "").strip().lower() in ("1", "true", "yes", "on")
 
-_DELTA_START = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
-_DELTA_MID = b',"delta":{"type":"'
-_DELTA_TYPES = (
-    (b'text_delta","text":"', b"t"),
-    (b'thinking_delta","thinking":"', b"k"),
-    (b'signature_delta","signature":"', b"s"),
-    (b'input_json_delta","partial_json":"', b"j"),
+#: A ``content_block_delta`` block of the API's canonical shape: index (no leading zero, at most 9
+#: digits), type and field, and the JSON string body as on the wire (no unescaped quote, no LF,
+#: every backslash followed by a byte). ``_bulk.c`` recognises exactly these.
+_DELTA = re.compile(
+    rb'event: content_block_delta\ndata: \{"type":"content_block_delta","index":(0|[1-9][0-9]{0,8}),"delta":\{"type":"'
+    rb'(text_delta","text|thinking_delta","thinking|signature_delta","signature|input_json_delta","partial_json)'
+    rb'":"((?:[^"\\\n]|\\[^\n])*)"\}\}'
 )
-#: A JSON string body as the canonical shape needs it: no unescaped quote, no LF, every backslash
-#: followed by a byte.
-_BODY = re.compile(rb'(?:[^"\\\n]|\\[^\n])*')
+_CODES = {
+    b'text_delta","text': b"t",
+    b'thinking_delta","thinking': b"k",
+    b'signature_delta","signature': b"s",
+    b'input_json_delta","partial_json': b"j",
+}
+_LENGTH_BYTES = [bytes((n,)) for n in range(128)]  # the one-byte varints
 
 
 def canonical_delta(block: bytes) -> tuple[bytes, int, bytes] | None:
     """``(code, index, body)`` of a ``content_block_delta`` block of the API's canonical shape
     (``event: content_block_delta`` + ``data: {"type":"content_block_delta","index":N,"delta":
-    {"type":"text_delta","text":"..."}}``, or the thinking, signature or input-JSON variant; N
-    without leading zeros, at most 9 digits), else ``None``. ``body`` is the string as on the wire."""
-    if not block.startswith(_DELTA_START):
+    {"type":"text_delta","text":"..."}}``, or the thinking, signature or input-JSON variant), else
+    ``None``. ``body`` is the string as on the wire."""
+    match = _DELTA.fullmatch(block)
+    if match is None:
         return None
-    start = len(_DELTA_START)
-    comma = block.find(b",", start, start + 10)
-    digits = block[start:comma]
-    if comma < 0 or not digits.isdigit() or (digits[0] == 48 and len(digits) > 1):
-        return None
-    if not block.startswith(_DELTA_MID, comma):
-        return None
-    at = comma + len(_DELTA_MID)
-    code = b""
-    for prefix, field_code in _DELTA_TYPES:
-        if block.startswith(prefix, at):
-            at += len(prefix)
-            code = field_code
-            break
-    if not code:
-        return None
-    if len(block) - 3 < at or not block.endswith(b'"}}'):
-        return None
-    body = block[at:-3]
-    if (b'"' in body or b"\\" in body or b"\n" in body) and _BODY.fullmatch(body) is None:
-        return None
-    return code, int(digits), body
+    return _CODES[match[2]], int(match[1]), match[3]
 
 
 _U32 = struct.Struct("<I")
@@ -126,8 +110,8 @@ class PyScanner:
     journal's bound (``-1``: no journal), ``prefix`` how many leading bytes the fast table keys.
     """
 
-    __slots__ = ("_comment", "_cut", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run", "_scanner", "_slow",
-                 "hold", "journal_max", "journal_state")
+    __slots__ = ("_colon_keys", "_comment", "_cut", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run", "_run_code",
+                 "_run_head", "_run_index", "_run_size", "_scanner", "_slow", "hold", "journal_max", "journal_state")
 
     def __init__(
         self,
@@ -149,11 +133,16 @@ class PyScanner:
         self._roles = roles
         self._prefix = prefix
         self._cut = operator.itemgetter(slice(0, prefix))
+        self._colon_keys = any(key[:1] == b":" for key in table)  # a fast block could start with a comment
         self.journal_max = journal_max
         self.journal_state = JOURNAL_OPEN
         self._journal = bytearray()
-        self._run = -1  # offset of the journal's last record if it is a run
-        self._mark = (0, JOURNAL_OPEN, -1, 0)
+        self._run = -1  # offset of the journal's last record if it is a run; its code, index and size:
+        self._run_code = b""
+        self._run_index = -1
+        self._run_size = 0  # written into the record's header when the journal is looked at
+        self._run_head = b""  # the open run's delta head, up to the string body
+        self._mark: tuple[int, int, int, bytes, int, int, bytes] = (0, JOURNAL_OPEN, -1, b"", -1, 0, b"")
         self.hold: list[bytes] | None = None
 
     # -- the SSEScanner view ------------------------------------------------------------------
@@ -213,90 +202,115 @@ class PyScanner:
                 scanner._parts, scanner._pending = saved
                 return -1
         self._set_mark()
-        if self.hold is not None or (self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN):
-            kinds = (semantic,)
-            for block in blocks:
-                self._account(block, kinds)
+        self._classify(blocks)  # all semantic by their heads: the journal (and the hold) take them
         return len(blocks)
 
     def _classify(self, blocks: list[bytes]) -> list[Any]:
         if not blocks:
             return []
-        fast = self._fast
-        kinds = list(map(fast.get, map(self._cut, blocks)))  # a C-level loop: no Python frame per block
-        heartbeat = self._roles[0]
-        if None not in kinds:  # every block by its head (the common case)
-            keeping = self.hold is not None
-            if keeping or (self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN):
-                for block, kind in zip(blocks, kinds, strict=True):
-                    if keeping or kind is not heartbeat:
-                        self._account(block, (kind,))
+        kinds = list(map(self._fast.get, map(self._cut, blocks)))  # a C-level loop: no Python frame per block
+        heartbeat, preamble, semantic, error = self._roles
+        journaling = self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN
+        keeping = self.hold is not None
+        if None not in kinds and not keeping and error not in kinds and not self._colon_keys:
+            # every block by its head, none a comment (the common case): the content in one batch
+            if journaling:
+                self._journal_blocks([b for b, k in zip(blocks, kinds, strict=True) if k is semantic or k is preamble])
             return kinds
         out: list[Any] = []
+        content: list[bytes] = []  # blocks for the journal, in order
         for block, kind in zip(blocks, kinds, strict=True):
             if kind is not None:
+                block_kinds: Sequence[Any] = (kind,)
                 out.append(kind)
-                if kind is heartbeat and self.hold is None:
-                    continue
-                self._account(block, (kind,))
             elif block[:1] == b":" and all(line[:1] == b":" for line in block.split(b"\n")):
-                kinds = [self._comment] * (block.count(b"\n") + 1)
-                out += kinds
-                if self._comment is not heartbeat:
-                    self._account(block, kinds)
+                block_kinds = [self._comment] * (block.count(b"\n") + 1)
+                out += block_kinds
             else:
-                kinds = list(self._slow(block))
-                out += kinds
-                self._account(block, kinds)
+                block_kinds = list(self._slow(block))
+                out += block_kinds
+            if not (journaling or keeping) or (not keeping and heartbeat in block_kinds and len(block_kinds) == 1):
+                continue
+            # comment lines at the head of a block are heartbeats of their own: neither keeps them
+            while block[:1] == b":":
+                nl = block.find(b"\n")
+                block = block[nl + 1 :] if nl >= 0 else b""
+            if not block:
+                continue
+            if journaling:
+                if error in block_kinds:
+                    self._journal_blocks(content)
+                    content = []
+                    if self.journal_state == JOURNAL_OPEN:
+                        self.journal_state = JOURNAL_STOPPED
+                    journaling = False
+                elif semantic in block_kinds or preamble in block_kinds:
+                    content.append(block)
+            if keeping and len(block_kinds) != block_kinds.count(heartbeat):
+                self.hold.append(block + b"\n\n")  # type: ignore[union-attr]
+        if content:
+            self._journal_blocks(content)
         return out
 
-    def _account(self, block: bytes, kinds: Sequence[Any]) -> None:
-        """What a classified block means for the journal and the hold (comment lines at its head
-        are heartbeats of their own: neither keeps them)."""
-        while block[:1] == b":":
-            nl = block.find(b"\n")
-            if nl < 0:
-                return
-            block = block[nl + 1 :]
-        heartbeat, preamble, semantic, error = self._roles  # FrameKind members: `in` is identity
-        if self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN:
-            if error in kinds:
-                self.journal_state = JOURNAL_STOPPED
-            elif semantic in kinds or preamble in kinds:
-                self._journal_block(block)
-        if self.hold is not None and (len(kinds) != kinds.count(heartbeat)):
-            self.hold.append(block + b"\n\n")
-
-    def _journal_block(self, block: bytes) -> None:
+    def _journal_blocks(self, blocks: list[bytes]) -> None:
+        """Record content blocks (the journal open): canonical deltas into runs, the rest as blocks."""
         journal = self._journal
-        delta = canonical_delta(block)
-        if delta is None:
-            self._run = -1
-            self._put(b"R" + _U32.pack(len(block)) + block)
-            return
-        code, index, body = delta
-        fragment = _varint(len(body)) + body
-        run = self._run
-        if run >= 0 and journal[run : run + 1] == code and _U32.unpack_from(journal, run + 1)[0] == index:
-            if self._put(fragment):
-                (size,) = _U32.unpack_from(journal, run + 5)
-                _U32.pack_into(journal, run + 5, size + len(fragment))
-            return
-        at = len(journal)
-        if self._put(_DELTA_HEAD.pack(code, index, len(fragment)) + fragment):
-            self._run = at
+        limit = self.journal_max
+        for block in blocks:
+            # The next delta of the open run has the run's head (up to the string body) and a body
+            # without quote, backslash or LF: what the pattern below would match, found cheaply.
+            head = self._run_head
+            if head and block.startswith(head) and block.endswith(b'"}}') and len(block) >= len(head) + 3:
+                body = block[len(head) : -3]
+                if b'"' not in body and b"\\" not in body and b"\n" not in body:
+                    n = len(body)
+                    fragment = (_LENGTH_BYTES[n] if n < 128 else _varint(n)) + body
+                    if len(journal) + len(fragment) > limit:
+                        self.journal_state = JOURNAL_CLIPPED
+                        return
+                    journal += fragment
+                    self._run_size += len(fragment)
+                    continue
+            match = _DELTA.fullmatch(block)
+            if match is None:
+                self._sync_run()
+                self._run = -1
+                self._run_head = b""
+                record = b"R" + _U32.pack(len(block)) + block
+            else:
+                body = match[3]
+                n = len(body)
+                fragment = (_LENGTH_BYTES[n] if n < 128 else _varint(n)) + body
+                code, index = _CODES[match[2]], int(match[1])
+                if self._run >= 0 and code == self._run_code and index == self._run_index:
+                    if len(journal) + len(fragment) > limit:
+                        self.journal_state = JOURNAL_CLIPPED
+                        return
+                    journal += fragment
+                    self._run_size += len(fragment)
+                    continue
+                record = _DELTA_HEAD.pack(code, index, len(fragment)) + fragment
+                if len(journal) + len(record) > limit:
+                    self.journal_state = JOURNAL_CLIPPED  # the run open before stays the last record
+                    return
+                self._sync_run()
+                self._run, self._run_code, self._run_index, self._run_size = len(journal), code, index, len(fragment)
+                self._run_head = block[: match.start(3)]
+                journal += record
+                continue
+            if len(journal) + len(record) > limit:
+                self.journal_state = JOURNAL_CLIPPED
+                return
+            journal += record
 
-    def _put(self, record: bytes) -> bool:
-        if len(self._journal) + len(record) > self.journal_max:
-            self.journal_state = JOURNAL_CLIPPED
-            return False
-        self._journal += record
-        return True
+    def _sync_run(self) -> None:
+        """Write the open run's size into its record's header."""
+        if self._run >= 0:
+            _U32.pack_into(self._journal, self._run + 5, self._run_size)
 
     def _set_mark(self) -> None:
-        run = self._run
-        self._mark = (len(self._journal), self.journal_state, run,
-                      _U32.unpack_from(self._journal, run + 5)[0] if run >= 0 else 0)
+        self._mark = (len(self._journal), self.journal_state, self._run, self._run_code, self._run_index, self._run_size,
+                      self._run_head)
 
     # -- what a truncation and the hold need --------------------------------------------------
 
@@ -306,6 +320,7 @@ class PyScanner:
         return b"".join(scanner._parts) + (b"\r" if scanner._pending_cr else b"")
 
     def journal(self) -> bytes:
+        self._sync_run()
         return bytes(self._journal)
 
     @property
@@ -314,12 +329,9 @@ class PyScanner:
 
     def retract(self) -> None:
         """The last read was not released after all: forget what it added to the journal."""
-        size, state, run, run_size = self._mark
+        size, state, self._run, self._run_code, self._run_index, self._run_size, self._run_head = self._mark
         del self._journal[size:]
         self.journal_state = state
-        self._run = run
-        if run >= 0:
-            _U32.pack_into(self._journal, run + 5, run_size)
 
     @property
     def retained(self) -> int:
