@@ -361,3 +361,30 @@ def test_canonical_deltas_are_recognised_alike(text: str, index: int, kind: str,
         assert journals[0] == journals[1]
     assert bulk.canonical_delta(block) == (KINDS_CODE[kind], index, json.dumps(text)[1:-1].encode()) or index > 999_999_999
 
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@pytest.mark.parametrize("journal", [1 << 20, 200])
+@pytest.mark.parametrize("max_frame", [1 << 20, 190])
+def test_one_delta_a_read_is_admitted_alike(journal: int, max_frame: int) -> None:
+    # The steady lane's usual read -- one delta, alone -- has a shortcut in both implementations.
+    reads = [delta(t) for t in TEXTS] + [delta("x" * 200), delta("y", 1), delta("z"), delta("z", 0, "thinking_delta",
+                                                                                           "thinking")]
+    reads += [r.replace(b"\n\n", b"\n\n" + PING) for r in reads[:3]] + [delta("w")[:-1], b"\n", delta("v")]
+    got = []
+    for cls in (bulk.Scanner, PyScanner):
+        scanner, _ = make(cls, max_frame=max_frame, journal=journal)
+        scanner.feed(START + TEXT0)
+        answers = []
+        for chunk in reads:
+            answer = scanner.admit(chunk)
+            if answer < 0:
+                try:
+                    scanner.feed(chunk)
+                except FrameTooLarge:
+                    answers.append(("too large", scanner.journal()))
+                    break  # the attempt ends there
+            answers.append((answer, scanner.journal(), scanner.journal_state, scanner.buffered))
+        scanner.retract()
+        got.append((answers, scanner.journal()))
+    assert got[0] == got[1]

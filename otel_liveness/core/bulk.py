@@ -190,6 +190,23 @@ class PyScanner:
         semantic = self._roles[2]
         fast = self._fast
         prefix = self._prefix
+        head = self._run_head
+        if (head and not scanner._parts and self.hold is None and self.journal_state == JOURNAL_OPEN
+                and chunk.startswith(head) and chunk.endswith(b'"}}\n\n') and len(chunk) <= scanner.max_frame_bytes
+                and fast.get(chunk[:prefix]) is semantic):
+            # One more delta of the open run, alone in its read (the steady lane's usual read): its
+            # body has no quote, backslash or LF, so the read is exactly one frame.
+            body = chunk[len(head) : -5]
+            if len(chunk) >= len(head) + 5 and b'"' not in body and b"\\" not in body and b"\n" not in body:
+                self._set_mark()
+                n = len(body)
+                fragment = (_LENGTH_BYTES[n] if n < 128 else _varint(n)) + body
+                if len(self._journal) + len(fragment) > self.journal_max:
+                    self.journal_state = JOURNAL_CLIPPED
+                else:
+                    self._journal += fragment
+                    self._run_size += len(fragment)
+                return 1
         if not scanner._parts and whole_frame(chunk, scanner.max_frame_bytes) and fast.get(chunk[:prefix]) is semantic:
             blocks = [chunk[:-2]]  # an idle scanner stays idle: no state to change
         else:
