@@ -77,7 +77,8 @@ class SSEFramer:
     def __init__(self, profile: ProviderProfile, max_frame_bytes: int, max_partial_bytes: int = 1 << 20) -> None:
         self.profile = profile
         self.facts = StreamFacts()
-        journal = max_partial_bytes if profile.name in _ANTHROPIC_WIRES else -1
+        # (the journal's record lengths are 32-bit: its bound stays below 2 GiB)
+        journal = min(max_partial_bytes, (1 << 31) - 1) if profile.name in _ANTHROPIC_WIRES else -1
         slow = functools.partial(profile.classify_block, facts=self.facts)
         self.scanner = Scanner(max_frame_bytes, tuple(profile.fast.items()), slow, _comment_kind(profile), _ROLES,
                                journal, PREFIX)
