@@ -1,8 +1,10 @@
-"""Build configuration beyond pyproject.toml: the optional C steady lane.
+"""Build configuration beyond pyproject.toml: the optional C steady lane and bulk scanner.
 
-``otel_liveness/core/_lane.c`` is the per-read hot path of a live stream in C. It is optional:
-without a compiler the install still succeeds and ``otel_liveness.core.lane`` falls back to its
-pure-Python reference implementation (``otel_liveness.core.lane.NATIVE`` says which is in use).
+``otel_liveness/core/_lane.c`` is the per-read hot path of a live stream in C;
+``otel_liveness/core/_bulk.c`` scans and classifies reads that carry many events. Both are
+optional: without a compiler the install still succeeds and ``otel_liveness.core.lane`` and
+``otel_liveness.core.bulk`` fall back to their pure-Python reference implementations (their
+``NATIVE`` says which is in use; ``OTEL_LIVENESS_PURE=1`` selects the references at run time).
 """
 
 from setuptools import Extension, setup
@@ -14,6 +16,12 @@ setup(
             ["otel_liveness/core/_lane.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "otel_liveness.core._bulk",
+            ["otel_liveness/core/_bulk.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -1,12 +1,16 @@
 """Scanner + classifier throughput beside the anthropic SDK's own ``SSEDecoder``.
 
 Same bytes, same chunking, same process, interleaved rounds; reports ns/frame for each and the
-median of the per-round ratios ours/SDK, for several read sizes. The target (<= 0.20) is judged at
-64 KiB reads -- httpcore's read size, what a backlogged body arrives in; smaller reads are shown
-because a live stream delivers about one frame per read, where a fixed per-read cost dominates
-both decoders. Usage::
+median of the per-round ratios ours/SDK, for several read sizes. "Ours" is what the transport runs
+per read on its general path: the SSE framer's ``feed`` (the bulk scanner -- C where built --
+classifying by head, the profile's Python classifier for the fact-bearing frames, and the
+Anthropic content journal a truncation decodes its partial message from). The target (<= 0.20)
+holds at every read size: 128 B and 1 KiB (a live stream's one frame per read, where the fixed
+per-read cost dominates), 16 KiB and 64 KiB (httpcore's read size, what a backlogged body arrives
+in). Usage::
 
     python -m benchmarks.bench_scanner [--events 20000] [--chunks 128,1024,16384,65536] [--rounds 9] [--json]
+        [--pure]   # the pure-Python scanner (what an install without a C compiler runs)
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import json
 import statistics
 import sys
 import time
+from itertools import chain
 
+from otel_liveness.core import framing
 from otel_liveness.core.outcome import FrameKind
-from otel_liveness.core.providers import StreamFacts, profile_for
-from otel_liveness.core.sse import SSEScanner
+from otel_liveness.core.providers import profile_for
 
 
 def anthropic_stream(events: int) -> bytes:
@@ -53,21 +58,13 @@ def chunked(data: bytes, size: int) -> list[bytes]:
 
 
 def run_ours(chunks: list[bytes]) -> int:
-    """The transport's hot path: raw blocks, classified by prefix, counted per chunk."""
-    scanner = SSEScanner()
-    profile = profile_for("anthropic")
-    facts = StreamFacts()
-    classify = profile.classify_blocks
-    feed = scanner.feed_blocks
-    n = 0
-    semantic = 0
-    for chunk in chunks:
-        kinds = classify(feed(chunk), facts)
-        n += len(kinds)
-        semantic += kinds.count(FrameKind.SEMANTIC)
-    n += len(classify(scanner.close_blocks(), facts))
-    assert semantic > 0 and facts.stop_reason == "end_turn"
-    return n
+    """The transport's per-read path: the framer's feed, once per read (a C-level loop, as the
+    SDK's own loop over its reads is a generator: neither side pays a Python statement per read)."""
+    framer = framing.SSEFramer(profile_for("anthropic"), 4 * 1024 * 1024)
+    kinds = list(chain.from_iterable(map(framer.feed, chunks)))
+    kinds += framer.close()
+    assert kinds.count(FrameKind.SEMANTIC) > 0 and framer.facts.stop_reason == "end_turn"
+    return len(kinds)
 
 
 def run_sdk(chunks: list[bytes]) -> int:
@@ -108,7 +105,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated read sizes; the target applies to the last (a backlogged body)")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--pure", action="store_true", help="the pure-Python bulk scanner")
     args = parser.parse_args(argv)
+    if args.pure:
+        from otel_liveness.core.bulk import PyScanner
+
+        framing.Scanner = PyScanner  # type: ignore[misc]
     results = [measure(args.events, int(size), args.rounds) for size in args.chunks.split(",")]
     if args.json:
         print(json.dumps(results))
@@ -117,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         for r in results:
             print(f"{r['chunk_bytes']:>10}  {r['ours_ns_per_frame']:>14.0f}  {r['sdk_ns_per_frame']:>13.0f}  "
                   f"{r['ratio_median']:>6.3f}")
-        print(f"target: ratio <= {results[-1]['target']} at {results[-1]['chunk_bytes']}-byte reads")
-    return 0 if results[-1]["ratio_median"] <= results[-1]["target"] else 1
+        print(f"target: ratio <= {results[-1]['target']} at every read size"
+              f"{' (pure-Python scanner)' if args.pure else ''}")
+    return 0 if all(r["ratio_median"] <= r["target"] for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """End-to-end overhead of the liveness transport on a loopback stream, and its memory bound.
 
 Overhead: the same client with and without ``wrap(...)`` reading a 20,000-event Anthropic stream
-(one SSE event per HTTP chunk) from the simulated provider (in a separate process, so the server
-does not share our GIL), for the raw-bytes path (httpx2 ``iter_raw``) and the anthropic SDK path
-(``messages.create(stream=True)`` iterated to the end); the client's CPU time, median of the
-paired ratios (wrapped / plain) over the rounds. Two pairings, both reported:
+(one SSE event per HTTP chunk, and 64 per chunk: ``--batch 1,64``) from the simulated provider
+(in a separate process, so the server does not share our GIL), for the raw-bytes path (httpx2
+``iter_raw``) and the anthropic SDK path (``messages.create(stream=True)`` iterated to the end);
+the client's CPU time, median of the paired ratios (wrapped / plain) over the rounds. Two pairings, both reported:
 
 * interleaved (the figure the target is checked on): each round opens both streams and reads them
   in alternating slices of 200 events (the leading side alternates), so that the host's noise --
@@ -12,15 +12,18 @@ paired ratios (wrapped / plain) over the rounds. Two pairings, both reported:
   on both sides of every pair alike;
 * whole stream: each round reads one whole stream, then the other (order alternating).
 
-Target: <= 1.03 on the SDK path, with the transport as users get it by default (telemetry on,
-through the global providers: here the OpenTelemetry API's no-op ones, as in an application that
-installed no SDK). Also measured: telemetry with a real SDK vs off (<= 1.02), and the no-op API
-vs ``telemetry=False`` (<= 1.01).
+Targets, with the transport as users get it by default (telemetry on, through the global
+providers: here the OpenTelemetry API's no-op ones, as in an application that installed no SDK):
+one event per read, SDK path <= 1.03; 64 events per read (reads that carry many events: a fast
+model, TCP coalescing, a buffering proxy), raw-bytes path <= 1.25 and SDK path <= 1.02. Also
+measured: telemetry with a real SDK vs off (<= 1.02), and the no-op API vs ``telemetry=False``
+(<= 1.01), on the first batch size.
 
 Memory: a 100 MB stream (and a 25 MB one) read through the transport; peak traced allocations
-must not grow with the stream length (they are bounded by ``max_prefix_bytes`` + the frame bound).
+must not grow with the stream length (they are bounded by ``max_prefix_bytes`` +
+``max_partial_bytes`` + the frame bound; ``bench_memory`` measures 1,000 concurrent streams).
 
-    python -m benchmarks.bench_transport [--events 20000] [--rounds 7] [--memory-mb 100] [--json]
+    python -m benchmarks.bench_transport [--events 20000] [--batch 1,64] [--rounds 7] [--memory-mb 100] [--json]
 """
 
 from __future__ import annotations
@@ -43,10 +46,9 @@ SERVER = r"""
 import sys, time
 from otel_liveness.testing import SimulatedProvider, steps as s, sse_event
 from otel_liveness.testing.scripts import anthropic_reply
-events, batch, mem_mb = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+events, batches, mem_mb = int(sys.argv[1]), [int(b) for b in sys.argv[2].split(",")], int(sys.argv[3])
 reply = anthropic_reply("t" * (events - 6), deltas=events - 6)
 raws = [x.data for x in reply if isinstance(x, s.Raw)]
-batched = [s.Raw(b"".join(raws[i:i + batch])) for i in range(0, len(raws), batch)]
 delta = sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
                   "delta": {"type": "text_delta", "text": "m" * 4000}})
 big = [raws[0], raws[1]] + [delta] * (mem_mb * 1024 * 1024 // len(delta)) + raws[-3:]
@@ -54,7 +56,8 @@ bigb = [s.Raw(b"".join(big[i:i + 16])) for i in range(0, len(big), 16)]
 small = [raws[0], raws[1]] + [delta] * (mem_mb * 1024 * 1024 // 4 // len(delta)) + raws[-3:]
 smallb = [s.Raw(b"".join(small[i:i + 16])) for i in range(0, len(small), 16)]
 with SimulatedProvider({}) as p:
-    p.add("bench", [[s.Headers(), *batched]])
+    for batch in batches:
+        p.add(f"bench{batch}", [[s.Headers(), *[s.Raw(b"".join(raws[i:i + batch])) for i in range(0, len(raws), batch)]]])
     p.add("big", [[s.Headers(), *bigb]])
     p.add("quarter", [[s.Headers(), *smallb]])
     print(p.port, flush=True)
@@ -62,8 +65,8 @@ with SimulatedProvider({}) as p:
 """
 
 
-def start_server(events: int, batch: int, mem_mb: int) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(events), str(batch), str(mem_mb)],
+def start_server(events: int, batches: list[int], mem_mb: int) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(events), ",".join(map(str, batches)), str(mem_mb)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     port = int(proc.stdout.readline())
@@ -75,7 +78,7 @@ BODY = {"model": "claude-sim-1", "max_tokens": 10, "stream": True, "messages": [
 
 def raw_path(client: httpx2.Client, url: str) -> int:
     n = 0
-    with client.stream("POST", url + "/s/bench/v1/messages", json=BODY) as response:
+    with client.stream("POST", url + "/v1/messages", json=BODY) as response:
         for chunk in response.iter_raw():
             n += len(chunk)
     return n
@@ -151,7 +154,7 @@ class _RawStream:
     """``iter_raw()`` of one streamed response, closable (for :func:`interleaved`)."""
 
     def __init__(self, client: httpx2.Client, url: str) -> None:
-        self._response = client.send(client.build_request("POST", url + "/s/bench/v1/messages", json=BODY), stream=True)
+        self._response = client.send(client.build_request("POST", url + "/v1/messages", json=BODY), stream=True)
 
     def __iter__(self) -> Any:
         return self._response.iter_raw()
@@ -223,7 +226,7 @@ def telemetry_overhead(url: str, policy: otel_liveness.Policy, rounds: int) -> d
 
 def sdk_client(url: str, policy: otel_liveness.Policy, **wrap_options: Any) -> anthropic.Anthropic:
     transport = otel_liveness.wrap(httpx2.HTTPTransport(), policy, **wrap_options)
-    return anthropic.Anthropic(base_url=url + "/s/bench", api_key="k", max_retries=0, open_telemetry=False,
+    return anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, open_telemetry=False,
                                http_client=httpx2.Client(transport=transport, timeout=60))
 
 
@@ -247,62 +250,76 @@ def memory(url: str, scenario: str) -> dict[str, float]:
     return {"stream_mb": n / 2**20, "peak_traced_mb": peak / 2**20}
 
 
+def overhead(url: str, plain_http: httpx2.Client, wrapped_http: httpx2.Client, policy: otel_liveness.Policy,
+             rounds: int) -> dict[str, Any]:
+    """The raw-bytes and SDK paths of one scenario, interleaved and whole-stream pairs."""
+    raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), rounds)
+    raw_i = interleaved(lambda: _RawStream(plain_http, url), lambda: _RawStream(wrapped_http, url), rounds)
+    sdk_plain = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, http_client=httpx2.Client(timeout=60))
+    sdk_wrapped = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0,
+                                      http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
+                                                                timeout=60))
+    sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), rounds)
+    sdk_i = interleaved(lambda: sdk_stream(sdk_plain), lambda: sdk_stream(sdk_wrapped), rounds)
+    return {"raw_bytes_path": raw_i, "sdk_path": sdk_i, "raw_bytes_path_whole_streams": raw, "sdk_path_whole_streams": sdk}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20_000)
-    parser.add_argument("--batch", type=int, default=1, help="events per server write")
+    parser.add_argument("--batch", default="1,64", help="events per server write; comma-separated, each measured")
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--memory-mb", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--pure-lane", action="store_true",
-                        help="use the pure-Python steady lane (what an install without a C compiler runs)")
+                        help="use the pure-Python steady lane and bulk scanner (what an install without a C compiler runs)")
     args = parser.parse_args(argv)
-    if args.pure_lane:
-        from otel_liveness.core import engine
-        from otel_liveness.core.lane import PyLane
+    batches = [int(b) for b in str(args.batch).split(",")]
+    from otel_liveness.core import engine, framing
+    from otel_liveness.core.bulk import PyScanner
+    from otel_liveness.core.lane import PyLane
 
+    if args.pure_lane:
         engine.Lane = PyLane  # type: ignore[misc]
-    proc, url = start_server(args.events, args.batch, args.memory_mb)
+        framing.Scanner = PyScanner  # type: ignore[misc]
+    proc, server = start_server(args.events, batches, args.memory_mb)
+    per_batch: dict[int, dict[str, Any]] = {}
     try:
         policy = otel_liveness.Policy()
         plain_http = httpx2.Client(timeout=60)
         wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)
-        raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), args.rounds)
-        raw_i = interleaved(lambda: _RawStream(plain_http, url), lambda: _RawStream(wrapped_http, url), args.rounds)
-        sdk_plain = anthropic.Anthropic(base_url=url + "/s/bench", api_key="k", max_retries=0,
-                                        http_client=httpx2.Client(timeout=60))
-        sdk_wrapped = anthropic.Anthropic(base_url=url + "/s/bench", api_key="k", max_retries=0,
-                                          http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
-                                                                    timeout=60))
-        sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), args.rounds)
-        sdk_i = interleaved(lambda: sdk_stream(sdk_plain), lambda: sdk_stream(sdk_wrapped), args.rounds)
-        telemetry = telemetry_overhead(url, policy, args.rounds)
-        noop = noop_api_overhead(url, policy, args.rounds)
+        for batch in batches:
+            per_batch[batch] = overhead(f"{server}/s/bench{batch}", plain_http, wrapped_http, policy, args.rounds)
+        first = f"{server}/s/bench{batches[0]}"
+        telemetry = telemetry_overhead(first, policy, args.rounds)
+        noop = noop_api_overhead(first, policy, args.rounds)
         per_read_us = in_process_per_read()
-        mem_full = memory(url, "big")
-        mem_quarter = memory(url, "quarter")
+        mem_full = memory(server, "big")
+        mem_quarter = memory(server, "quarter")
     finally:
         proc.stdin.close()  # type: ignore[union-attr]
         proc.wait(10)
-    from otel_liveness.core import engine
-    from otel_liveness.core.lane import PyLane
-
     native = engine.Lane is not PyLane
-    result = {"events": args.events, "batch": args.batch, "native_lane": native,
-              "raw_bytes_path": raw_i, "sdk_path": sdk_i,
-              "raw_bytes_path_whole_streams": raw, "sdk_path_whole_streams": sdk,
+    targets = {"sdk_path": {1: 1.03, 64: 1.02}, "raw_bytes_path": {64: 1.25}}
+    result = {"events": args.events, "batches": per_batch, "native": native,
               "telemetry_on_vs_off": telemetry, "noop_api_vs_off": noop, "in_process_us_per_read": per_read_us,
-              "memory": [mem_quarter, mem_full], "target_sdk_ratio": 1.03}
+              "memory": [mem_quarter, mem_full], "targets": targets}
+    met = all(per_batch[b][path]["ratio_median"] <= target
+              for path, by_batch in targets.items() for b, target in by_batch.items() if b in per_batch)
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{args.events} events, {args.batch} per write, steady lane: {'C' if native else 'pure Python'}")
-        for label, inter, whole, target in (("raw bytes path", raw_i, raw, ""),
-                                            ("anthropic SDK path", sdk_i, sdk, " (target <= 1.03)")):
-            print(f"{label}: interleaved: plain {inter['plain_s']*1e3:.1f} ms CPU, wrapped {inter['wrapped_s']*1e3:.1f} ms, "
-                  f"median paired ratio {inter['ratio_median']:.3f}{target}; whole streams: "
-                  f"plain {whole['plain_s']*1e3:.1f} ms, wrapped {whole['wrapped_s']*1e3:.1f} ms, "
-                  f"ratio {whole['ratio_median']:.3f}")
+        print(f"{args.events} events; steady lane and bulk scanner: {'C' if native else 'pure Python'}")
+        for batch in batches:
+            r = per_batch[batch]
+            print(f"-- {batch} event{'s' if batch != 1 else ''} per server write")
+            for label, key in (("raw bytes path", "raw_bytes_path"), ("anthropic SDK path", "sdk_path")):
+                inter, whole = r[key], r[key + "_whole_streams"]
+                target = targets[key].get(batch)
+                print(f"{label}: interleaved: plain {inter['plain_s']*1e3:.1f} ms CPU, wrapped {inter['wrapped_s']*1e3:.1f} ms, "
+                      f"median paired ratio {inter['ratio_median']:.3f}{f' (target <= {target})' if target else ''}; "
+                      f"whole streams: plain {whole['plain_s']*1e3:.1f} ms, wrapped {whole['wrapped_s']*1e3:.1f} ms, "
+                      f"ratio {whole['ratio_median']:.3f}")
         print(f"telemetry on vs off (SDK path, batch span processor, interleaved): median paired ratio "
               f"{telemetry['ratio_median']:.3f} (target <= 1.02)")
         print(f"telemetry on, no SDK installed (the API's no-op providers) vs telemetry=False (SDK path, interleaved): "
@@ -310,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"in process (MockTransport, no network): {per_read_us:.2f} us added per read")
         for m in (mem_quarter, mem_full):
             print(f"memory: {m['stream_mb']:.0f} MB stream -> peak traced {m['peak_traced_mb']:.1f} MB")
-    return 0 if sdk_i["ratio_median"] <= 1.03 else 1
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

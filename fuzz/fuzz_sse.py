@@ -4,8 +4,9 @@
     python fuzz/fuzz_sse.py -atheris_runs=20000          # bounded (the default test run does this)
 
 Checks on every input: no exception but FrameTooLarge/MalformedStream; the buffer never exceeds
-the bound; any chunking gives the same frames and kinds; the engine releases only bytes it was
-given, in order.
+the bound; any chunking gives the same frames and kinds; the bulk scanner (C, where built, and
+its pure-Python reference) gives the same kinds, the same content journal and the same bound;
+the engine releases only bytes it was given, in order.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
+    import functools
+
+    from otel_liveness.core import bulk
     from otel_liveness.core.commands import READ, Release, Respond
     from otel_liveness.core.engine import Engine
     from otel_liveness.core.errors import FrameTooLarge
+    from otel_liveness.core.framing import _ROLES, _comment_kind
     from otel_liveness.core.policy import Policy
-    from otel_liveness.core.providers import PROFILES, StreamFacts
+    from otel_liveness.core.providers import PREFIX, PROFILES, StreamFacts
     from otel_liveness.core.request import RequestFacts
     from otel_liveness.core.sse import SSEScanner
 
@@ -50,6 +55,38 @@ def scan(data: bytes, cuts: list[int], provider: str) -> tuple[list[tuple[object
     return frames, kinds
 
 
+def blocks_kinds(data: bytes, cuts: list[int], provider: str) -> list[str]:
+    scanner = SSEScanner(BOUND)
+    profile = PROFILES[provider]
+    facts = StreamFacts()
+    kinds: list[str] = []
+    pos = 0
+    for cut in [*cuts, len(data)]:
+        kinds += [k.value for k in profile.classify_blocks(scanner.feed_blocks(data[pos:cut]), facts)]
+        pos = cut
+    return kinds + [k.value for k in profile.classify_blocks(scanner.close_blocks(), facts)]
+
+
+def bulk_scan(cls: type, data: bytes, cuts: list[int], provider: str) -> tuple[list[str], bytes, int] | None:
+    """The bulk scanner's kinds, journal and journal state (reads through admit() where it takes them)."""
+    profile = PROFILES[provider]
+    slow = functools.partial(profile.classify_block, facts=StreamFacts())
+    scanner = cls(BOUND, tuple(profile.fast.items()), slow, _comment_kind(profile), _ROLES, 1 << 20, PREFIX)
+    kinds: list[str] = []
+    pos = 0
+    try:
+        for cut in [*cuts, len(data)]:
+            piece = data[pos:cut]
+            pos = cut
+            frames = scanner.admit(piece)
+            kinds += ["semantic"] * frames if frames >= 0 else [k.value for k in scanner.feed(piece)]
+            assert scanner.buffered <= BOUND
+        kinds += [k.value for k in scanner.close(complete_lines=False)]
+    except FrameTooLarge:
+        return None
+    return kinds, scanner.journal(), scanner.journal_state
+
+
 def test_one(raw: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(raw)
     provider = PROVIDERS[fdp.ConsumeIntInRange(0, len(PROVIDERS) - 1)]
@@ -61,6 +98,12 @@ def test_one(raw: bytes) -> None:
     chunked = scan(data, cuts, provider)
     assert (whole is None) == (chunked is None), (data, cuts)
     assert whole == chunked, (data, cuts)
+    # The bulk scanner: the reference gives the kinds of SSEScanner blocks + classify_blocks (the
+    # fast path by head); C gives what the reference gives.
+    reference = bulk_scan(bulk.PyScanner, data, cuts, provider)
+    assert reference is None or reference[0] == blocks_kinds(data, cuts, provider), (data, cuts)
+    if bulk.NATIVE:
+        assert bulk_scan(bulk.Scanner, data, cuts, provider) == reference, (data, cuts)
     # The engine: releases only what it received, in order; never raises anything untyped.
     engine = Engine(Policy(max_frame_bytes=BOUND, provider=provider, first_byte_timeout=None), RequestFacts(streaming=True),
                     0.0, provider=provider)

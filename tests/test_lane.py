@@ -3,6 +3,7 @@ report can see, and the general path takes over wherever a read is not exactly o
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 from typing import Any
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 import otel_liveness
 from otel_liveness import Policy, StreamTruncated
-from otel_liveness.core import engine
+from otel_liveness.core import bulk, engine
 from otel_liveness.core import lane as lane_mod
 from otel_liveness.core.lane import PyLane
 from otel_liveness.core.providers import PREFIX, profile_for
@@ -32,8 +33,8 @@ PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
 def test_native_lane_is_built() -> None:
     # `make install` compiles the C lane; a silent fallback would leave the fast path untested.
-    if os.environ.get("OTEL_LIVENESS_ALLOW_PURE_LANE"):
-        pytest.skip("pure-Python lane allowed by OTEL_LIVENESS_ALLOW_PURE_LANE")
+    if os.environ.get("OTEL_LIVENESS_ALLOW_PURE_LANE") or bulk.PURE:
+        pytest.skip("pure-Python lane allowed by OTEL_LIVENESS_ALLOW_PURE_LANE or selected by OTEL_LIVENESS_PURE")
     assert lane_mod.NATIVE and lane_mod.Lane is not PyLane
 
 
@@ -124,7 +125,7 @@ def test_step_admits_only_before_the_horizon_and_moves_it() -> None:
         assert lane.step(DELTA, 9.0) and lane.horizon == 12.0  # capped by the wall deadline
         assert not lane.step(DELTA, 12.0)  # due: the general path decides
         assert not lane.step(PING, 1.0)  # heartbeats change the clocks differently
-        assert lane.take() == (3, 3 * len(DELTA), 9.0, 3.5, 1000 - 3 * len(DELTA))
+        assert lane.take() == (3, 3 * len(DELTA), 9.0, 3.5, 1000 - 3 * len(DELTA), 3)
         assert lane.take()[:2] == (0, 0) and keep == [DELTA] * 3
 
 
@@ -256,3 +257,77 @@ def test_reference_lane_admits_exactly_whole_semantic_frames(chunk: Any, max_fra
     lane.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
     expected = type(chunk) is bytes and whole_frame(chunk, max_frame) and chunk[:PREFIX] in KEYS
     assert lane.step(chunk, 1.0) is expected
+
+
+# -- with a bulk scanner attached: reads of many frames ----------------------------------------
+
+
+def _scanner(cls: Any) -> Any:
+    from otel_liveness.core.framing import _ROLES, _comment_kind
+    from otel_liveness.core.providers import StreamFacts
+
+    profile = profile_for("anthropic")
+    slow = functools.partial(profile.classify_block, facts=StreamFacts())
+    return cls(1 << 20, tuple(profile.fast.items()), slow, _comment_kind(profile), _ROLES, 1 << 20, PREFIX)
+
+
+_STREAM = b"".join([DELTA] * 6 + [PING] + [DELTA] * 5 + [b"event: message_stop\ndata: {}\n\n"] + [DELTA] * 4)
+
+
+@pytest.mark.skipif(not (lane_mod.NATIVE and bulk.NATIVE), reason="the C lane or scanner is not built")
+@settings(max_examples=300, deadline=None)
+@given(cuts=st.lists(st.integers(0, len(_STREAM)), max_size=20),
+       ops=st.lists(st.sampled_from(["step", "step", "step", "take", "open", "close"]), max_size=40),
+       room=st.integers(0, 2000))
+def test_c_lane_with_a_scanner_equals_the_reference(cuts: list[int], ops: list[str], room: int) -> None:
+    points = sorted(set(cuts))
+    chunks = [_STREAM[a:b] for a, b in zip([0, *points], [*points, len(_STREAM)], strict=True)]
+    lanes = []
+    for lane_cls, scanner_cls in ((lane_mod.Lane, bulk.Scanner), (PyLane, bulk.PyScanner)):
+        keep: list[bytes] = []
+        scanner = _scanner(scanner_cls)
+        scanner.feed(b"\n")  # past the stream head
+        lane = lane_cls(KEYS, PREFIX, 1 << 20, keep)
+        lane.attach(scanner)
+        lanes.append((lane, scanner, keep))
+    now = 0.0
+    for op in ops:
+        now += 0.5
+        answers = []
+        for lane, scanner, _ in lanes:
+            if op == "step":
+                chunk = chunks[0] if chunks else b""
+                admitted = lane.step(chunk, now)
+                if not admitted:
+                    scanner.feed(chunk)  # the general path reads it
+                answers.append(admitted)
+            elif op == "take":
+                answers.append(lane.take())
+            elif op == "open":
+                lane.open(now + 3.0, 1.0, 50.0, now, room)
+                answers.append(None)
+            else:
+                lane.close()
+                answers.append(None)
+        if op == "step" and chunks:
+            chunks.pop(0)
+        assert answers[0] == answers[1], op
+        (a, sa, ka), (b, sb, kb) = lanes
+        assert (a.reads, a.frames, a.horizon, a.room, a.last) == (b.reads, b.frames, b.horizon, b.room, b.last)
+        assert (sa.buffered, sa.journal(), ka) == (sb.buffered, sb.journal(), kb)
+
+
+def test_a_read_of_many_content_frames_takes_the_lane() -> None:
+    for lane_cls, scanner_cls in {(lane_mod.Lane, bulk.Scanner), (PyLane, bulk.PyScanner)}:
+        keep: list[bytes] = []
+        scanner = _scanner(scanner_cls)
+        scanner.feed(b"\n")
+        lane = lane_cls(KEYS, PREFIX, 1 << 20, keep)
+        lane.attach(scanner)
+        lane.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
+        run = DELTA * 64
+        assert lane.step(run + DELTA[:40], 1.0)  # 64 frames, one in progress
+        assert lane.step(DELTA[40:] + DELTA, 1.5)  # it ends, another one
+        assert not lane.step(DELTA + PING, 2.0)  # a heartbeat: the general path's
+        assert lane.take() == (2, len(run) + len(DELTA) * 2, 1.5, 1.0, (1 << 20) - len(run) - 2 * len(DELTA), 66)
+        assert keep == [run + DELTA[:40], DELTA[40:] + DELTA] and scanner.idle

@@ -2,7 +2,8 @@
  * tests/test_lane.py keeps the two equal). Pure: no clock, no I/O; the caller passes the time
  * of each read. One call per read of a live stream: it must cost less than the Python it
  * replaces, and it does: a bounds check, two memchr-style scans over ~100 bytes, a memcmp per
- * semantic prefix (at most a handful), and a list append. */
+ * semantic prefix (at most a handful), and a list append. With a bulk scanner attached
+ * (_bulk.c), the scan is the scanner's admit(): one more C call, reads of many frames. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,9 +23,12 @@ typedef struct {
     Py_ssize_t max_frame;
     Py_ssize_t prefix;
     Py_ssize_t reads;
+    Py_ssize_t frames;
     Py_ssize_t nbytes;
     PyObject *keys; /* tuple of bytes */
     PyObject *keep; /* list */
+    PyObject *scanner; /* a bulk scanner, or NULL */
+    PyObject *admit;   /* its bound admit(), or NULL */
 } Lane;
 
 static int
@@ -32,6 +36,8 @@ Lane_traverse(Lane *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->keys);
     Py_VISIT(self->keep);
+    Py_VISIT(self->scanner);
+    Py_VISIT(self->admit);
     return 0;
 }
 
@@ -40,6 +46,8 @@ Lane_clear(Lane *self)
 {
     Py_CLEAR(self->keys);
     Py_CLEAR(self->keep);
+    Py_CLEAR(self->scanner);
+    Py_CLEAR(self->admit);
     return 0;
 }
 
@@ -87,7 +95,10 @@ Lane_init(Lane *self, PyObject *args, PyObject *kwds)
     self->max_gap = 0.0;
     self->room = 0;
     self->reads = 0;
+    self->frames = 0;
     self->nbytes = 0;
+    Py_CLEAR(self->scanner);
+    Py_CLEAR(self->admit);
     return 0;
 }
 
@@ -127,19 +138,35 @@ Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_FALSE;
     const char *s = PyBytes_AS_STRING(chunk);
     Py_ssize_t n = PyBytes_GET_SIZE(chunk);
-    if (!whole_frame(s, n, self->max_frame))
-        Py_RETURN_FALSE;
-    Py_ssize_t k = n < self->prefix ? n : self->prefix;
-    int match = 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->keys); i++) {
-        PyObject *key = PyTuple_GET_ITEM(self->keys, i);
-        if (PyBytes_GET_SIZE(key) == k && memcmp(PyBytes_AS_STRING(key), s, (size_t)k) == 0) {
-            match = 1;
-            break;
-        }
+    Py_ssize_t frames = 1;
+    if (self->admit != NULL) {
+        /* the scanner consumes the read only if it admits it; a failure below then ends the
+           stream (the error propagates), so the order does not leave a half-counted read */
+        PyObject *res = PyObject_CallOneArg(self->admit, chunk);
+        if (res == NULL)
+            return NULL;
+        frames = PyLong_AsSsize_t(res);
+        Py_DECREF(res);
+        if (frames == -1 && PyErr_Occurred())
+            return NULL;
+        if (frames < 0)
+            Py_RETURN_FALSE;
     }
-    if (!match)
-        Py_RETURN_FALSE;
+    else {
+        if (!whole_frame(s, n, self->max_frame))
+            Py_RETURN_FALSE;
+        Py_ssize_t k = n < self->prefix ? n : self->prefix;
+        int match = 0;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->keys); i++) {
+            PyObject *key = PyTuple_GET_ITEM(self->keys, i);
+            if (PyBytes_GET_SIZE(key) == k && memcmp(PyBytes_AS_STRING(key), s, (size_t)k) == 0) {
+                match = 1;
+                break;
+            }
+        }
+        if (!match)
+            Py_RETURN_FALSE;
+    }
     /* keep first: it is the only step that can fail, and a failed step changes nothing */
     if (self->room >= n) {
         if (PyList_Append(self->keep, chunk) < 0)
@@ -157,6 +184,7 @@ Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
         self->room = 0;
     }
     self->reads += 1;
+    self->frames += frames;
     self->nbytes += n;
     double gap = now - self->last;
     if (gap > self->max_gap)
@@ -183,6 +211,21 @@ Lane_open(Lane *self, PyObject *args)
 }
 
 static PyObject *
+Lane_attach(Lane *self, PyObject *scanner)
+{
+    PyObject *admit = NULL;
+    if (scanner != Py_None) {
+        admit = PyObject_GetAttrString(scanner, "admit");
+        if (admit == NULL)
+            return NULL;
+        Py_INCREF(scanner);
+    }
+    Py_XSETREF(self->admit, admit);
+    Py_XSETREF(self->scanner, scanner == Py_None ? NULL : scanner);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 Lane_close(Lane *self, PyObject *Py_UNUSED(ignored))
 {
     self->horizon = -INFINITY;
@@ -192,10 +235,12 @@ Lane_close(Lane *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 Lane_take(Lane *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *out = Py_BuildValue("(nnddn)", self->reads, self->nbytes, self->last, self->max_gap, self->room);
+    PyObject *out = Py_BuildValue("(nnddnn)", self->reads, self->nbytes, self->last, self->max_gap, self->room,
+                                  self->frames);
     if (out == NULL)
         return NULL;
     self->reads = 0;
+    self->frames = 0;
     self->nbytes = 0;
     self->max_gap = 0.0;
     return out;
@@ -203,6 +248,7 @@ Lane_take(Lane *self, PyObject *Py_UNUSED(ignored))
 
 static PyMemberDef Lane_members[] = {
     {"reads", T_PYSSIZET, offsetof(Lane, reads), READONLY, "steady reads since the last take()"},
+    {"frames", T_PYSSIZET, offsetof(Lane, frames), READONLY, "frames of those reads"},
     {"horizon", T_DOUBLE, offsetof(Lane, horizon), READONLY, "reads before this time need no decision"},
     {"room", T_PYSSIZET, offsetof(Lane, room), READONLY, "prefix bytes that may still be kept"},
     {"last", T_DOUBLE, offsetof(Lane, last), READONLY, "time of the last read"},
@@ -212,8 +258,9 @@ static PyMemberDef Lane_members[] = {
 static PyMethodDef Lane_methods[] = {
     {"step", (PyCFunction)(void (*)(void))Lane_step, METH_FASTCALL, "admit one read if it is steady"},
     {"open", (PyCFunction)Lane_open, METH_VARARGS, "open(horizon, step, wall, last, room)"},
+    {"attach", (PyCFunction)Lane_attach, METH_O, "attach(scanner): admit reads through a bulk scanner (None: detach)"},
     {"close", (PyCFunction)Lane_close, METH_NOARGS, "close the lane"},
-    {"take", (PyCFunction)Lane_take, METH_NOARGS, "(reads, nbytes, last, max_gap, room); resets the counts"},
+    {"take", (PyCFunction)Lane_take, METH_NOARGS, "(reads, nbytes, last, max_gap, room, frames); resets the counts"},
     {NULL},
 };
 

@@ -1,17 +1,131 @@
-"""Anthropic Messages: decode a released prefix into partial content, and turn that into an
-assistant message an agent can append to continue (complete blocks only; nothing invented).
+"""Anthropic Messages: the partial content of a truncated reply, and an assistant message an
+agent can append to continue from it (complete blocks only; nothing invented).
 
-Decoding happens once, when a truncation is raised -- never per delta on the hot path.
+Nothing is decoded per delta on the hot path. A live stream's bulk scanner (:mod:`.bulk`) keeps a
+*journal* of the content events (text deltas as their JSON string bodies, the other content
+events as their frames); :func:`replay_journal` decodes it into the partial message once, when a
+truncation is raised. :func:`decode_partial` decodes the same from raw SSE bytes. Both go through
+:class:`PartialMessage`, so they agree frame for frame.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any
 
-from .sse import SSEScanner
+from .sse import SSEScanner, parse_block
 
-__all__ = ["continuation_message", "decode_partial"]
+__all__ = ["PartialMessage", "continuation_message", "decode_partial", "replay_journal"]
+
+_EVENTS = frozenset(("message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                     "message_delta"))
+_DELTA_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature",
+                 "input_json_delta": "partial_json"}
+#: Journal record codes of compact deltas (see :mod:`.bulk`) -> the block field they extend.
+_JOURNAL_FIELDS = {ord("t"): "text", ord("k"): "thinking", ord("s"): "signature", ord("j"): "partial_json"}
+_RAW = ord("R")
+_U32 = struct.Struct("<I")
+_II = struct.Struct("<II")
+
+
+def _index(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+class PartialMessage:
+    """The message as far as the frames fed so far go (see :func:`decode_partial` for the shape).
+
+    ``size`` counts the data bytes fed; past ``limit`` the message stops growing and
+    :meth:`snapshot` says ``"clipped": True`` (blocks still open then stay incomplete).
+    """
+
+    __slots__ = ("_blocks", "clipped", "limit", "message", "size")
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.message: dict[str, Any] = {"id": None, "model": None, "stop_reason": None, "content": []}
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self.size = 0
+        self.limit = limit
+        self.clipped = False
+
+    def _room(self, n: int) -> bool:
+        if self.clipped:
+            return False
+        if self.limit is not None and self.size + n > self.limit:
+            self.clipped = True
+            return False
+        self.size += n
+        return True
+
+    def frame(self, event: str | None, data: bytes) -> None:
+        """One SSE frame of the reply (frames of other events are ignored)."""
+        if event not in _EVENTS or not self._room(len(data)):
+            return
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            return  # a frame cut by the truncation
+        if not isinstance(payload, dict):
+            return
+        blocks = self._blocks
+        kind = payload.get("type", event)
+        if kind == "message_start" and isinstance(payload.get("message"), dict):
+            self.message["id"] = payload["message"].get("id")
+            self.message["model"] = payload["message"].get("model")
+        elif kind == "content_block_start":
+            index = _index(payload.get("index", len(blocks)))
+            content_block = payload.get("content_block") or {}
+            if index is None or not isinstance(content_block, dict):
+                return
+            block = dict(content_block)
+            block["complete"] = False
+            if block.get("type") in ("tool_use", "server_tool_use"):
+                block.setdefault("partial_json", "")
+            blocks[index] = block
+        elif kind == "content_block_delta":
+            index = _index(payload.get("index", -1))
+            delta = payload.get("delta") or {}
+            open_block = blocks.get(index) if index is not None else None
+            if open_block is None or not isinstance(delta, dict):
+                return
+            block = open_block
+            dtype = delta.get("type")
+            field = _DELTA_FIELDS.get(dtype) if isinstance(dtype, str) else None
+            if field is not None:
+                value, current = delta.get(field, ""), block.get(field, "")
+                if isinstance(value, str) and isinstance(current, str):
+                    block[field] = current + value
+            elif dtype == "citations_delta":
+                block.setdefault("citations", []).append(delta.get("citation"))
+        elif kind == "content_block_stop":
+            index = _index(payload.get("index", -1))
+            stopped = blocks.get(index) if index is not None else None
+            if stopped is not None:
+                stopped["complete"] = True
+        elif kind == "message_delta":
+            delta = payload.get("delta") or {}
+            self.message["stop_reason"] = delta.get("stop_reason") if isinstance(delta, dict) else None
+
+    def delta(self, index: int, field: str, text: str, size: int) -> None:
+        """A ``content_block_delta`` that extends ``field`` of block ``index`` by ``text``
+        (``size``: the bytes of its frame's data, for the limit)."""
+        if not self._room(size):
+            return
+        block = self._blocks.get(index)
+        current = block.get(field, "") if block is not None else None
+        if block is not None and isinstance(current, str):
+            block[field] = current + text
+
+    def snapshot(self) -> dict[str, Any]:
+        out = dict(self.message)
+        out["content"] = [self._blocks[i] for i in sorted(self._blocks)]
+        if self.clipped:
+            out["clipped"] = True
+        return out
 
 
 def decode_partial(prefix: bytes) -> dict[str, Any]:
@@ -22,55 +136,56 @@ def decode_partial(prefix: bytes) -> dict[str, Any]:
             {"type": "thinking", "thinking": "...", "signature": "...", "complete": True},
             {"type": "tool_use", "id": ..., "name": ..., "partial_json": "...", "complete": False},
         ]}
+
+    (with ``"clipped": True`` when it was built from a journal that reached its bound).
     """
-    message: dict[str, Any] = {"id": None, "model": None, "stop_reason": None, "content": []}
-    blocks: dict[int, dict[str, Any]] = {}
+    partial = PartialMessage()
     scanner = SSEScanner(max(len(prefix), 1) + 16)
     for frame in scanner.feed(prefix) + scanner.close():
-        if frame.event not in ("message_start", "content_block_start", "content_block_delta",
-                               "content_block_stop", "message_delta"):
+        partial.frame(frame.event, frame.data)
+    return partial.snapshot()
+
+
+def replay_journal(journal: bytes, *, clipped: bool = False) -> dict[str, Any]:
+    """The partial message from a bulk scanner's journal (:mod:`.bulk`): the same as
+    :func:`decode_partial` of the bytes the journal was kept from."""
+    partial = PartialMessage()
+    frames: list[Any] = []
+    pos = 0
+    end = len(journal)
+    view = memoryview(journal)
+    while pos < end:
+        code = journal[pos]
+        if code == _RAW:
+            (n,) = _U32.unpack_from(journal, pos + 1)
+            block = bytes(view[pos + 5 : pos + 5 + n])
+            pos += 5 + n
+            frames.clear()
+            parse_block(block, frames)
+            for frame in frames:
+                partial.frame(frame.event, frame.data)
             continue
-        try:
-            payload = json.loads(frame.data)
-        except ValueError:
-            continue  # a frame cut by the truncation
-        if not isinstance(payload, dict):
-            continue
-        kind = payload.get("type", frame.event)
-        if kind == "message_start" and isinstance(payload.get("message"), dict):
-            message["id"] = payload["message"].get("id")
-            message["model"] = payload["message"].get("model")
-        elif kind == "content_block_start":
-            block = dict(payload.get("content_block") or {})
-            block["complete"] = False
-            if block.get("type") in ("tool_use", "server_tool_use"):
-                block.setdefault("partial_json", "")
-            blocks[int(payload.get("index", len(blocks)))] = block
-        elif kind == "content_block_delta":
-            open_block = blocks.get(int(payload.get("index", -1)))
-            delta = payload.get("delta") or {}
-            if open_block is None:
-                continue
-            block = open_block
-            dtype = delta.get("type")
-            if dtype == "text_delta":
-                block["text"] = block.get("text", "") + delta.get("text", "")
-            elif dtype == "thinking_delta":
-                block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
-            elif dtype == "signature_delta":
-                block["signature"] = block.get("signature", "") + delta.get("signature", "")
-            elif dtype == "input_json_delta":
-                block["partial_json"] = block.get("partial_json", "") + delta.get("partial_json", "")
-            elif dtype == "citations_delta":
-                block.setdefault("citations", []).append(delta.get("citation"))
-        elif kind == "content_block_stop":
-            stopped = blocks.get(int(payload.get("index", -1)))
-            if stopped is not None:
-                stopped["complete"] = True
-        elif kind == "message_delta":
-            message["stop_reason"] = (payload.get("delta") or {}).get("stop_reason")
-    message["content"] = [blocks[i] for i in sorted(blocks)]
-    return message
+        index, n = _II.unpack_from(journal, pos + 1)
+        field = _JOURNAL_FIELDS[code]
+        at, pos = pos + 9, pos + 9 + n
+        while at < pos:  # a run: each delta's string body after its varint length
+            size = shift = 0
+            while True:
+                byte = journal[at]
+                at += 1
+                size |= (byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80:
+                    break
+            body = bytes(view[at : at + size])
+            at += size
+            try:
+                text = json.loads('"' + body.decode("utf-8", "surrogatepass") + '"')
+            except ValueError:
+                continue  # as decode_partial skips a frame whose JSON does not decode
+            partial.delta(index, field, text, size)
+    partial.clipped = partial.clipped or clipped
+    return partial.snapshot()
 
 
 def continuation_message(partial: dict[str, Any]) -> dict[str, Any] | None:

@@ -256,11 +256,12 @@ class AttemptClock:
             self.heartbeat_gaps += count - 1  # several in one read: gaps of zero
         self.last_heartbeat = now
 
-    def semantic_reads(self, reads: int, nbytes: int, last: float, max_gap: float) -> None:
-        """``reads`` steady-lane reads (one semantic frame each, ``nbytes`` in all), the last at
-        ``last``, the longest gap between consecutive reads ``max_gap``: the same effect as
-        :meth:`received` + :meth:`frame` for each, applied at once."""
-        self.frames += reads
+    def semantic_reads(self, reads: int, nbytes: int, last: float, max_gap: float, frames: int | None = None) -> None:
+        """``reads`` steady-lane reads (``frames`` semantic frames in all, one per read unless
+        given, ``nbytes`` bytes), the last at ``last``, the longest gap between consecutive reads
+        ``max_gap``: the same effect as :meth:`received` + :meth:`frames_at` for each, applied at
+        once."""
+        self.frames += reads if frames is None else frames
         self.bytes += nbytes
         if max_gap > self.max_raw_gap:
             self.max_raw_gap = max_gap

@@ -25,7 +25,15 @@ Holding rule ("one attempt visible"): before the first semantic frame, every byt
 attempt is held; the read that carries the first semantic (or end) frame releases the held bytes
 and itself, in order. From then on each read is released as it arrives, except the bytes from an
 in-band error frame onwards, which become a truncation instead. In shadow mode nothing is held and
-nothing is enforced: verdicts are only reported.
+nothing is enforced: verdicts are only reported. Held heartbeats carry nothing for the caller:
+past :data:`HOLD_VERBATIM_BYTES` of held bytes (an SSE body, not content-encoded), the held bytes
+are replaced by the frames that are not heartbeats plus the frame in progress, so that what is
+released at the first content stays small however long a peer flooded comments or pings.
+
+What a truncation carries: ``released`` (exact), the raw head of the released bytes up to
+``Policy.max_prefix_bytes``, and on the Anthropic wires the partial message, decoded from the
+framer's journal of the whole reply (bounded by ``Policy.max_partial_bytes``): per-stream memory
+follows what a truncation needs, not the reply's length.
 
 Liveness is judged on the wire: bytes count as progress the moment they are read, before any
 verdict, so a caller that paused between reads is never mistaken for a dead provider; wire
@@ -76,6 +84,8 @@ _ERROR = FrameKind.ERROR
 _INF = float("inf")
 #: A read cut this close before a deadline is judged at the deadline (timers may fire a hair early).
 TOLERANCE = 0.005
+#: Held bytes (before content) replayed byte for byte; past this, held heartbeats are dropped.
+HOLD_VERBATIM_BYTES = 16 * 1024
 _SSE = "text/event-stream"
 _EVENTSTREAM = "application/vnd.amazon.eventstream"
 
@@ -129,7 +139,7 @@ class _Attempt:
             adaptive=(policy.raw_idle_floor, learned) if policy.raw_idle_adaptive and streaming else None,
         )
         self.record.first_byte_bound = first_byte
-        self.framer: Framer = SSEFramer(engine.profile, policy.max_frame_bytes)  # set by the headers
+        self.framer: Framer = SSEFramer(engine.profile, policy.max_frame_bytes, policy.max_partial_bytes)
         self.streaming = streaming  # judged as a stream (SSE) rather than an opaque body
         self.decoder: Decoder | None = None
         self.held: list[bytes] = []
@@ -146,8 +156,20 @@ class _Attempt:
         self.capture: list[tuple[float, CaptureItem]] | None = [] if policy.capture_dir else None
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self.lane = Lane(engine.profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
+        self.lane.attach(SSEFramer.scanner_of(self.framer))
         self.error: Failure | None = None  # an in-band error frame arrived
         self.observed: Failure | None = None  # shadow mode: what would have ended the attempt
+
+    def set_framer(self, framer: Framer) -> None:
+        """The response's framer (the steady lane admits reads through an SSE framer's scanner)."""
+        self.framer = framer
+        self.lane.attach(SSEFramer.scanner_of(framer))
+
+    @property
+    def retained(self) -> int:
+        """Bytes this attempt keeps for the caller: the released prefix, what is held, and the
+        framer's frame in progress and journal."""
+        return sum(map(len, self.prefix)) + self.held_bytes + self.framer.retained
 
     def keep(self, data: bytes) -> None:
         """Count ``data`` as released and keep it in the prefix while room lasts."""
@@ -279,7 +301,8 @@ class Engine:
         if content_type.startswith(_SSE) or content_type.startswith(_EVENTSTREAM):
             if not self.facts.streaming:
                 attempt.streaming = True  # found late: scanned, but keeps the non-streaming raw bound
-            attempt.framer = framer_for(self.profile, self.policy.max_frame_bytes, content_type)
+            attempt.set_framer(framer_for(self.profile, self.policy.max_frame_bytes, content_type,
+                                          self.policy.max_partial_bytes))
             encoding = headers.get("content-encoding", "")
             if encoding:
                 try:
@@ -296,6 +319,8 @@ class Engine:
             if not attempt.streaming:
                 attempt.committed = True
             return self._respond()
+        if attempt.decoder is None:
+            attempt.framer.hold(True)  # for a replay without held heartbeats (_hold_or_release)
         self._refresh_hints()
         return READ
 
@@ -505,6 +530,11 @@ class Engine:
         if attempt.decoder is not None:
             attempt.held_decoded.append(data)
         attempt.held_bytes += len(chunk)
+        if attempt.held_bytes > HOLD_VERBATIM_BYTES:
+            replay = attempt.framer.replay()  # the held frames that are not heartbeats (None: verbatim)
+            if replay is not None:
+                attempt.held = replay
+                attempt.held_bytes = sum(map(len, replay))
         if attempt.held_bytes > self.policy.max_frame_bytes:
             raise E.MalformedStream(
                 f"{attempt.held_bytes} bytes arrived before any content (bound {self.policy.max_frame_bytes})"
@@ -527,6 +557,7 @@ class Engine:
     def _commit(self, attempt: _Attempt) -> None:
         attempt.committed = True
         attempt.clock.released()
+        attempt.framer.hold(False)
 
     def _release(self, attempt: _Attempt, data: bytes, decoded: bytes) -> bytes:
         """``data`` goes to the caller; the prefix keeps ``decoded`` (the same bytes unless the
@@ -557,6 +588,7 @@ class Engine:
         if not committed:
             return b""  # pre-content: the whole attempt is discarded and retried
         if not splittable:
+            attempt.framer.retract()  # nothing of this read was released: nor is its content partial
             return b""
         head = chunk[: attempt.framer.error_offset(chunk)]
         if not attempt.committed:
@@ -598,15 +630,15 @@ class Engine:
         if attempt is not None:
             lane = attempt.lane
             if lane.reads:
-                reads, nbytes, last, max_gap, room = lane.take()
-                attempt.clock.semantic_reads(reads, nbytes, last, max_gap)
+                reads, nbytes, last, max_gap, room, frames = lane.take()
+                attempt.clock.semantic_reads(reads, nbytes, last, max_gap, frames)
                 attempt.released += nbytes
                 attempt.prefix_room = room
 
     def _arm_lane(self) -> None:
         """Re-arm the lane for the reads that follow: open while the stream is live after content,
-        the previous read was semantic, nothing is pending in the scanner, the body is not encoded
-        and no recorder is capturing; closed otherwise."""
+        the previous read was semantic, the body is not encoded and no recorder is capturing;
+        closed otherwise. (A frame in progress is the scanner's: the lane reads through it.)"""
         attempt = self._current()
         lane = attempt.lane
         if (
@@ -619,7 +651,6 @@ class Engine:
             and attempt.capture is None
             and not attempt.ended
             and isinstance(attempt.framer, SSEFramer)
-            and attempt.framer.idle
         ):
             horizon, step, wall = attempt.clock.steady()
             lane.open(horizon, step, wall, attempt.clock.last_raw, attempt.prefix_room)

@@ -99,15 +99,28 @@ class InvalidPolicy(LivenessError, ValueError):
 class StreamTruncated(LivenessError):
     """Content was released to the caller, then the stream failed.
 
-    The reply is *not* retried (its prefix is already in the caller's hands). ``prefix`` is
-    exactly the bytes released (the first ``max_prefix_bytes`` of them; decoded when the response
-    was content-encoded), ``released`` how many bytes were released in all; ``partial`` the
-    decoded partial content where the provider's format allows (Anthropic: the complete content
-    blocks and the open one), else ``None``; ``cause`` a short machine-readable reason:
-    ``raw_silence`` (no byte for the raw bound), ``semantic_timeout`` (only when configured),
-    ``read_error`` (the connection broke, or the caller's own read timeout), ``eof`` (the body
-    ended before the reply did) or ``error_event:<type>`` (an in-band error, e.g.
-    ``error_event:overloaded_error``; ``error_type`` holds ``<type>``).
+    The reply is *not* retried (its prefix is already in the caller's hands). What it carries is
+    what a continuation needs, kept as the reply streamed rather than the reply itself:
+
+    - ``released``: exactly how many bytes were released in all;
+    - ``prefix``: exactly the first ``Policy.max_prefix_bytes`` (64 KiB) of the bytes released --
+      all of them for a shorter reply (decoded when the response was content-encoded). Before
+      this bound was 16 MiB, so a long reply's whole prefix was kept per stream; on wires without
+      a partial decoder, raise ``max_prefix_bytes`` to keep more;
+    - ``partial``: on the Anthropic wires (Anthropic, Vertex, Bedrock) the decoded partial
+      message of the *whole* released reply (the complete content blocks and the open one; see
+      :func:`~otel_liveness.core.anthropic.decode_partial`), decoded from a compact journal of the
+      content events kept while the reply was released (bounded by
+      ``Policy.max_partial_bytes``, 1 MiB: past it the message says ``"clipped": True`` and the
+      blocks still open then are incomplete); ``None`` on other wires;
+    - ``cause``: a short machine-readable reason: ``raw_silence`` (no byte for the raw bound),
+      ``semantic_timeout`` (only when configured), ``read_error`` (the connection broke, or the
+      caller's own read timeout), ``eof`` (the body ended before the reply did) or
+      ``error_event:<type>`` (an in-band error, e.g. ``error_event:overloaded_error``;
+      ``error_type`` holds ``<type>``).
+
+    Per stream, the transport so retains at most ``max_prefix_bytes + max_partial_bytes`` (plus
+    the frame in progress) for a truncation, however long the reply.
     """
 
     def __init__(

@@ -4,24 +4,33 @@ engine judges SSE and AWS event streams by the same rules.
 A framer is fed the (decoded) bytes of each read and answers the :class:`~.outcome.FrameKind` of
 every frame the read completed; it keeps the :class:`~.providers.StreamFacts` telemetry records;
 at the end of the body it answers the kinds of what was still pending; given a read that holds an
-in-band error it says where the error begins (so the content before it can be released); given
-the released prefix it decodes the partial reply where the wire format allows.
+in-band error it says where the error begins (so the content before it can be released); it
+decodes the partial reply where the wire format allows -- from what it kept while the reply was
+released (:meth:`Framer.partial`), not from the released bytes: a stream keeps what a truncation
+needs rather than the whole reply.
+
+Before content, the engine holds what it reads; an SSE framer in *holding* mode (:meth:`hold`)
+also keeps the frames that are not heartbeats, so that a long run of held heartbeats can be
+replaced by those frames (:meth:`SSEFramer.replay`) instead of being replayed byte for byte.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol
 
-from .anthropic import decode_partial
+from .anthropic import PartialMessage, replay_journal
+from .bulk import JOURNAL_CLIPPED, Scanner
 from .errors import CorruptFrame
 from .eventstream import EventStreamScanner
 from .outcome import FrameKind
-from .providers import ProviderProfile, StreamFacts
-from .sse import SSEScanner, parse_block
+from .providers import PREFIX, ProviderProfile, StreamFacts
+from .sse import COMMENT, Frame, SSEScanner, parse_block
 
 __all__ = ["EventStreamFramer", "Framer", "SSEFramer", "framer_for"]
 
 _ERROR = FrameKind.ERROR
+_ROLES = (FrameKind.HEARTBEAT, FrameKind.PREAMBLE, FrameKind.SEMANTIC, FrameKind.ERROR)
 _ANTHROPIC_WIRES = ("anthropic", "vertex")
 
 
@@ -39,24 +48,52 @@ class Framer(Protocol):
 
     def partial(self, prefix: bytes) -> dict[str, Any] | None: ...
 
+    def retract(self) -> None: ...
+
+    def hold(self, on: bool) -> None: ...
+
+    def replay(self) -> list[bytes] | None: ...
+
+    @property
+    def retained(self) -> int: ...
+
+
+def _comment_kind(profile: ProviderProfile) -> FrameKind:
+    """How ``profile`` classifies a comment frame (a heartbeat on every provider we know)."""
+    try:
+        return profile.classify(Frame(COMMENT, b"", 1), StreamFacts())
+    except NotImplementedError:  # an event-stream profile: its SSE frames are not classified
+        return FrameKind.HEARTBEAT
+
 
 class SSEFramer:
-    """``text/event-stream`` (:class:`~.sse.SSEScanner` + the profile's classifier)."""
+    """``text/event-stream``: the bulk scanner (:mod:`.bulk`, the profile's fast prefixes in C
+    where built) with the profile's classifier for the frames that carry facts. On the Anthropic
+    wires the scanner keeps a journal of the content events (up to ``max_partial_bytes``), from
+    which :meth:`partial` decodes the partial message."""
 
     __slots__ = ("facts", "profile", "scanner")
 
-    def __init__(self, profile: ProviderProfile, max_frame_bytes: int) -> None:
+    def __init__(self, profile: ProviderProfile, max_frame_bytes: int, max_partial_bytes: int = 1 << 20) -> None:
         self.profile = profile
-        self.scanner = SSEScanner(max_frame_bytes)
         self.facts = StreamFacts()
+        # (the journal's record lengths are 32-bit: its bound stays below 2 GiB)
+        journal = min(max_partial_bytes, (1 << 31) - 1) if profile.name in _ANTHROPIC_WIRES else -1
+        slow = functools.partial(profile.classify_block, facts=self.facts)
+        self.scanner = Scanner(max_frame_bytes, tuple(profile.fast.items()), slow, _comment_kind(profile), _ROLES,
+                               journal, PREFIX)
+
+    @staticmethod
+    def scanner_of(framer: Framer) -> Any:
+        """The bulk scanner of an SSE framer (what the steady lane reads through), else ``None``."""
+        return framer.scanner if isinstance(framer, SSEFramer) else None
 
     def feed(self, data: bytes) -> list[FrameKind]:
-        return self.profile.classify_blocks(self.scanner.feed_blocks(data), self.facts)
+        return self.scanner.feed(data)
 
     def close(self) -> list[FrameKind]:
         """The end: a final frame whose lines all ended counts (see ``SSEScanner.close_blocks``)."""
-        blocks = self.scanner.close_blocks(complete_lines=True)
-        return self.profile.classify_blocks(blocks, self.facts) if blocks else []
+        return self.scanner.close(complete_lines=True)
 
     @property
     def idle(self) -> bool:
@@ -79,30 +116,89 @@ class SSEFramer:
         return 0
 
     def partial(self, prefix: bytes) -> dict[str, Any] | None:
-        return decode_partial(prefix) if self.profile.name in _ANTHROPIC_WIRES else None
+        """The partial message (Anthropic wires), from the journal of everything released: the
+        whole reply's content, however long ``prefix`` (the raw head a truncation carries) is."""
+        if self.profile.name not in _ANTHROPIC_WIRES:
+            return None
+        scanner = self.scanner
+        scanner.close()  # the attempt is over: a block a held-back CR ended is complete (as decode_partial reads it)
+        return replay_journal(scanner.journal(), clipped=scanner.journal_state == JOURNAL_CLIPPED)
+
+    def retract(self) -> None:
+        """The last read was not released after all (an encoded read holding an error)."""
+        self.scanner.retract()
+
+    def hold(self, on: bool) -> None:
+        """Keep (or stop keeping) the frames that are not heartbeats, for :meth:`replay`."""
+        self.scanner.hold = [] if on else None
+
+    def replay(self) -> list[bytes] | None:
+        """What the held reads amount to without their heartbeats: every frame that is not a
+        heartbeat (LF-framed), then the frame in progress; ``None`` when not holding."""
+        scanner = self.scanner
+        held = scanner.hold
+        if held is None:
+            return None
+        return [*held, scanner.pending()]
+
+    @property
+    def retained(self) -> int:
+        """Bytes the framer keeps: the frame in progress and the journal."""
+        return self.scanner.retained
 
 
 class EventStreamFramer:
     """``application/vnd.amazon.eventstream`` (:class:`~.eventstream.EventStreamScanner`, CRC-checked;
-    a corrupt message is a :class:`~.errors.CorruptFrame`, a malformed stream)."""
+    a corrupt message is a :class:`~.errors.CorruptFrame`, a malformed stream). On Bedrock the
+    Anthropic events inside ``chunk`` messages are decoded into the partial message as they come
+    (one read behind, so that a read that is not released can be retracted), up to
+    ``max_partial_bytes``."""
 
-    __slots__ = ("_fed", "_starts", "facts", "profile", "scanner")
+    __slots__ = ("_fed", "_inner", "_last", "_partial", "_starts", "_stopped", "facts", "profile", "scanner")
 
-    def __init__(self, profile: ProviderProfile, max_frame_bytes: int) -> None:
+    def __init__(self, profile: ProviderProfile, max_frame_bytes: int, max_partial_bytes: int = 1 << 20) -> None:
         self.profile = profile
         self.scanner = EventStreamScanner(max_frame_bytes)
         self.facts = StreamFacts()
         self._fed = 0  # bytes fed before the current read
         self._starts: list[tuple[int, FrameKind]] = []  # (stream offset, kind) of the last read's messages
+        self._partial = PartialMessage(max_partial_bytes)
+        self._inner = False  # a chunk message carried an Anthropic event
+        self._last: list[bytes] = []  # the last read's inner events, not yet decoded
+        self._stopped = False  # an error message arrived: nothing after it was released
 
     def feed(self, data: bytes) -> list[FrameKind]:
         before = self._fed
         self._fed += len(data)
         classify = self.profile.classify_message
         facts = self.facts
-        starts = [(m.offset - before, classify(m, facts)) for m in self.scanner.feed(data)]
+        messages = self.scanner.feed(data)
+        starts = [(m.offset - before, classify(m, facts)) for m in messages]
         self._starts = starts
+        self._settle()
+        if not self._stopped:
+            inner = self.profile.inner_events
+            for message, (_, kind) in zip(messages, starts, strict=True):
+                if kind is _ERROR:
+                    self._stopped = True
+                    break
+                if kind is FrameKind.PREAMBLE or kind is FrameKind.SEMANTIC:
+                    frame = inner(message)
+                    if frame is not None:
+                        self._last.append(frame)
         return [kind for _, kind in starts]
+
+    def _settle(self) -> None:
+        """Decode the previous read's inner events into the partial message."""
+        last = self._last
+        if last:
+            frames: list[Frame] = []
+            for event in last:
+                parse_block(event.rstrip(b"\n"), frames)
+            for frame in frames:
+                self._partial.frame(frame.event, frame.data)
+            self._inner = True
+            last.clear()
 
     def close(self) -> list[FrameKind]:
         """The end: a message cut short is not corrupt data, only the end of the body before the
@@ -126,18 +222,28 @@ class EventStreamFramer:
         return 0
 
     def partial(self, prefix: bytes) -> dict[str, Any] | None:
-        """The Anthropic reply inside the released messages (Bedrock ``chunk`` events), decoded."""
-        scanner = EventStreamScanner(max(len(prefix), 16) + 16)
-        try:
-            messages = scanner.feed(prefix)
-        except CorruptFrame as exc:
-            messages = list(getattr(exc, "decoded", ()))
-        frames = [frame for m in messages if (frame := self.profile.inner_events(m)) is not None]
-        return decode_partial(b"".join(frames)) if frames else None
+        """The Anthropic reply inside the released messages (Bedrock ``chunk`` events), decoded;
+        ``None`` when no message carried one."""
+        self._settle()
+        return self._partial.snapshot() if self._inner else None
+
+    def retract(self) -> None:
+        self._last.clear()
+
+    def hold(self, on: bool) -> None:
+        """Held event-stream messages are replayed as they came (no heartbeats to coalesce)."""
+
+    def replay(self) -> list[bytes] | None:
+        return None
+
+    @property
+    def retained(self) -> int:
+        return self.scanner.pending + self._partial.size + sum(map(len, self._last))
 
 
-def framer_for(profile: ProviderProfile, max_frame_bytes: int, content_type: str) -> Framer:
+def framer_for(profile: ProviderProfile, max_frame_bytes: int, content_type: str,
+               max_partial_bytes: int = 1 << 20) -> Framer:
     """The framer for a response of ``content_type`` judged by ``profile``."""
     if profile.framing == "eventstream" and content_type.startswith("application/vnd.amazon.eventstream"):
-        return EventStreamFramer(profile, max_frame_bytes)
-    return SSEFramer(profile, max_frame_bytes)
+        return EventStreamFramer(profile, max_frame_bytes, max_partial_bytes)
+    return SSEFramer(profile, max_frame_bytes, max_partial_bytes)

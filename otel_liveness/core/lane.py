@@ -1,20 +1,29 @@
 """The steady lane: the per-read hot path of a live stream, as a small state object.
 
-After content, nearly every read of a healthy stream holds exactly one content frame and makes
-nothing due on any clock. For such a read the attempt needs no decision: the bytes go to the
-caller as they are, the clocks move forward, the released prefix keeps a reference. The lane does
-exactly that much, counting in its own fields; :meth:`AttemptSession.absorb
-<otel_liveness.core.engine.AttemptSession.absorb>` applies the counts to the attempt before
-anything else looks at it. Every other read takes the general path
+After content, nearly every read of a healthy stream holds only content frames -- one, or many
+when the reads carry many events -- and makes nothing due on any clock. For such a read the
+attempt needs no decision: the bytes go to the caller as they are, the clocks move forward, the
+released prefix keeps a reference. The lane does exactly that much, counting in its own fields;
+:meth:`AttemptSession.absorb <otel_liveness.core.engine.AttemptSession.absorb>` applies the counts
+to the attempt before anything else looks at it. Every other read takes the general path
 (:meth:`~otel_liveness.core.engine.AttemptSession.feed` and friends).
 
+With a bulk scanner attached (:meth:`PyLane.attach`, :mod:`.bulk`), a read is admitted when the
+scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes, at least one, is a
+semantic frame by its head; a frame in progress may stay pending); without one, only a read that
+is exactly one whole semantic frame is.
+
 :class:`Lane` here is the reference implementation. ``_lane.c`` is the same class in C (built when
-a compiler is available; ``NATIVE`` says which one is in use), kept equal to this one by
-``tests/test_lane.py``. Pure: the caller passes the time of each read.
+a compiler is available; ``NATIVE`` says which one is in use; ``OTEL_LIVENESS_PURE=1`` selects the
+reference), kept equal to this one by ``tests/test_lane.py``. Pure: the caller passes the time of
+each read.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from .bulk import PURE
 from .sse import whole_frame
 
 __all__ = ["NATIVE", "Lane", "PyLane"]
@@ -26,10 +35,12 @@ class PyLane:
     """``step(chunk, now)`` admits ``chunk`` (returns True, counts it, keeps it in ``keep`` while
     ``room`` lasts) when ``now < horizon``, ``chunk`` is exactly one LF-framed block within
     ``max_frame`` bytes (:func:`~otel_liveness.core.sse.whole_frame`) and its first ``prefix``
-    bytes are one of ``keys`` (the profile's semantic prefixes); it then moves the horizon to
-    ``min(now + step, wall)``. Otherwise it returns False and changes nothing."""
+    bytes are one of ``keys`` (the profile's semantic prefixes) -- or, with a scanner attached,
+    when the scanner admits it; it then moves the horizon to ``min(now + step, wall)``. Otherwise
+    it returns False and changes nothing."""
 
     __slots__ = (
+        "frames",
         "horizon",
         "keep",
         "keys",
@@ -40,6 +51,7 @@ class PyLane:
         "prefix",
         "reads",
         "room",
+        "scanner",
         "step_",
         "wall",
     )
@@ -57,6 +69,12 @@ class PyLane:
         self.reads = 0
         self.nbytes = 0
         self.max_gap = 0.0
+        self.frames = 0
+        self.scanner: Any = None
+
+    def attach(self, scanner: Any) -> None:
+        """Admit reads through ``scanner`` (a :mod:`.bulk` scanner; ``None`` detaches)."""
+        self.scanner = scanner
 
     def open(self, horizon: float, step: float, wall: float, last: float, room: int) -> None:
         """Re-arm after the general path: nothing is due before ``horizon``; the last read was
@@ -73,9 +91,17 @@ class PyLane:
     def step(self, chunk: bytes, now: float) -> bool:
         if not (now < self.horizon) or type(chunk) is not bytes:
             return False
-        if not whole_frame(chunk, self.max_frame) or chunk[: self.prefix] not in self.keys:
+        scanner = self.scanner
+        if scanner is not None:
+            frames = scanner.admit(chunk)
+            if frames < 0:
+                return False
+        elif not whole_frame(chunk, self.max_frame) or chunk[: self.prefix] not in self.keys:
             return False
+        else:
+            frames = 1
         n = len(chunk)
+        self.frames += frames
         self.reads += 1
         self.nbytes += n
         gap = now - self.last
@@ -93,21 +119,25 @@ class PyLane:
             self.room = 0
         return True
 
-    def take(self) -> tuple[int, int, float, float, int]:
-        """``(reads, nbytes, last, max_gap, room)`` since the last take; resets the counts."""
-        out = (self.reads, self.nbytes, self.last, self.max_gap, self.room)
+    def take(self) -> tuple[int, int, float, float, int, int]:
+        """``(reads, nbytes, last, max_gap, room, frames)`` since the last take; resets the counts."""
+        out = (self.reads, self.nbytes, self.last, self.max_gap, self.room, self.frames)
         self.reads = 0
+        self.frames = 0
         self.nbytes = 0
         self.max_gap = 0.0
         return out
 
 
 Lane: type[PyLane]
-try:
-    from ._lane import Lane as _NativeLane
-
-    Lane = _NativeLane  # type: ignore[assignment]  # the same interface (_lane.pyi), in C
-    NATIVE = True
-except ImportError:  # no compiler at install time: the reference implementation
+NATIVE = False
+if PURE:
     Lane = PyLane
-    NATIVE = False
+else:
+    try:
+        from ._lane import Lane as _NativeLane
+
+        Lane = _NativeLane  # type: ignore[assignment]  # the same interface (_lane.pyi), in C
+        NATIVE = True
+    except ImportError:  # no compiler at install time: the reference implementation
+        Lane = PyLane

@@ -100,10 +100,14 @@ class Policy:
     - ``backoff_initial`` / ``backoff_max``: ``min(initial·2ⁿ, max) × (1 − 0.25·jitter)``.
 
     Other: ``provider`` forces a wire format instead of choosing by host/path; ``shadow`` observes
-    and reports every verdict but enforces nothing; ``max_frame_bytes`` bounds one SSE frame;
-    ``capture_dir`` enables the flight recorder (writes captures of failed attempts; holds content,
-    so it is off by default); ``mark_exhausted_responses`` sets ``x-should-retry: false`` on a
-    final error response so an SDK above does not multiply attempts.
+    and reports every verdict but enforces nothing; ``max_frame_bytes`` bounds one SSE frame
+    (and what is held before content); ``max_prefix_bytes`` is the raw head of the released bytes
+    a truncation carries, ``max_partial_bytes`` the bound of the content journal the Anthropic
+    wires decode a truncation's partial message from (together: what a stream retains for a
+    truncation, whatever the reply's length); ``capture_dir`` enables the flight recorder (writes
+    captures of failed attempts; holds content, so it is off by default);
+    ``mark_exhausted_responses`` sets ``x-should-retry: false`` on a final error response so an
+    SDK above does not multiply attempts.
     """
 
     raw_idle_timeout: float | None = DEFAULT_RAW_IDLE_TIMEOUT
@@ -124,7 +128,8 @@ class Policy:
     backoff_initial: float = 0.5
     backoff_max: float = 8.0
     max_frame_bytes: int = 4 * 1024 * 1024
-    max_prefix_bytes: int = 16 * 1024 * 1024
+    max_prefix_bytes: int = 64 * 1024
+    max_partial_bytes: int = 1024 * 1024
     provider: str | None = None
     shadow: bool = False
     capture_dir: str | None = None
@@ -136,7 +141,8 @@ class Policy:
         for name in _DURATIONS:
             value = seconds(getattr(self, name), name, allow_none=name not in _REQUIRED)
             object.__setattr__(self, name, value)
-        for name in ("max_attempts", "max_rate_limit_attempts", "max_frame_bytes", "max_prefix_bytes"):
+        for name in ("max_attempts", "max_rate_limit_attempts", "max_frame_bytes", "max_prefix_bytes",
+                     "max_partial_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidPolicy(name, f"must be an integer >= 1, got {value!r}")
@@ -200,7 +206,7 @@ class Policy:
         return replace(base, **changes) if changes else base
 
 
-_ENV_IGNORED = {"enabled", "mode", "hosts"}  # read by the instrumentor, not the policy
+_ENV_IGNORED = {"enabled", "mode", "hosts", "pure"}  # read by the instrumentor (and the core: pure), not the policy
 
 
 def _parse_env(key: str, name: str, raw: str) -> Any:

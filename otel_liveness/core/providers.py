@@ -161,6 +161,13 @@ class ProviderProfile:
         """An event-stream message's content as the SSE frame it wraps, if it wraps one."""
         return None
 
+    def classify_block(self, block: bytes, facts: StreamFacts) -> list[FrameKind]:
+        """Kinds of the frames of one block, by :meth:`classify` (the bulk scanner's slow path)."""
+        frames: list[Frame] = []
+        parse_block(block, frames)
+        classify = self.classify
+        return [classify(frame, facts) for frame in frames]
+
     def classify_blocks(self, blocks: list[bytes], facts: StreamFacts) -> list[FrameKind]:
         """Kinds of the frames in ``blocks`` (from :meth:`SSEScanner.feed_blocks`), in order.
 

@@ -1,0 +1,1495 @@
+/* The bulk path in C: the SSE scanner and the head classifier of otel_liveness/core/bulk.py's
+ * PyScanner (the reference; tests/test_bulk.py keeps the two equal), for reads that carry many
+ * events. Pure: no clock, no I/O.
+ *
+ * One read costs: memchr for CR (normalisation is the rare path), then per block one memcmp
+ * against the profile's fast prefixes (a handful) and one or two memchr for the blank line that
+ * ends it; only a block no prefix matches becomes a bytes object, handed to the Python
+ * classifier (the fact-bearing frames: message_start, message_delta, errors...). The kinds come
+ * back as one list.
+ *
+ * Besides the kinds, the scanner keeps two things a truncation needs without keeping the reply:
+ *   - the journal (Anthropic wires): the content events in a compact form. Content_block_deltas
+ *     of the API's canonical shape are recorded as runs: (field, index) once, then each JSON
+ *     string body as it came on the wire, with a varint length; every other content event
+ *     (message_start, block start/stop, message_delta, non-canonical deltas) as its block. Nothing is decoded here; core/anthropic.py replays the
+ *     journal into the partial message when a truncation is raised. Bounded by journal_max
+ *     (clipped beyond it); stopped at the first error frame.
+ *   - the hold (before content): the blocks that are not heartbeats, each with its blank line,
+ *     so that held heartbeats need not be replayed byte for byte (see the engine).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+#define MAX_KEYS 16
+#define SPAN_STACK 256
+#define JOURNAL_OPEN 0
+#define JOURNAL_CLIPPED 1
+#define JOURNAL_STOPPED 2
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Buf;
+
+static const char DELTA_HEAD[] = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
+
+static int
+buf_reserve(Buf *b, Py_ssize_t extra)
+{
+    Py_ssize_t need = b->len + extra;
+    if (need <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap = cap < ((Py_ssize_t)1 << 40) ? cap * 2 : need;
+    char *p = PyMem_Realloc(b->buf, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->buf = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int
+buf_append(Buf *b, const char *s, Py_ssize_t n)
+{
+    if (n <= 0)
+        return 0;
+    if (buf_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->buf + b->len, s, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+static void
+buf_free(Buf *b)
+{
+    PyMem_Free(b->buf);
+    b->buf = NULL;
+    b->len = b->cap = 0;
+}
+
+/* Keep per-stream memory proportional to what is held: give back a large buffer that emptied. */
+static void
+buf_trim(Buf *b)
+{
+    if (b->len == 0 && b->cap > 4096) {
+        buf_free(b);
+    }
+    else if (b->cap > 65536 && b->len < b->cap / 4) {
+        Py_ssize_t cap = b->len * 2;
+        char *p = PyMem_Realloc(b->buf, (size_t)cap);
+        if (p != NULL) {
+            b->buf = p;
+            b->cap = cap;
+        }
+    }
+}
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t max_frame;
+    Py_ssize_t prefix;
+    Py_ssize_t nkeys;
+    PyObject *fast;          /* tuple of (bytes, kind) */
+    const char *kbuf[MAX_KEYS];
+    Py_ssize_t klen[MAX_KEYS];
+    PyObject *kkind[MAX_KEYS]; /* borrowed from fast */
+    int kskip[MAX_KEYS];     /* the key holds no blank line: a block's end is searched past it */
+    Py_ssize_t delta_key;    /* the key that is the head of a content_block_delta, or -1 */
+    PyObject *slow;          /* callable(block) -> list of kinds */
+    PyObject *comment;       /* the kind of a comment line */
+    PyObject *roles;         /* (heartbeat, preamble, semantic, error) */
+    PyObject *heartbeat, *preamble, *semantic, *error; /* borrowed from roles */
+    PyObject *hold;          /* list, or NULL */
+    Buf pend;                /* the block in progress, LF-normalised (or the start of a BOM) */
+    int started;
+    int pending_cr;
+    Py_ssize_t discarded;
+    Py_ssize_t journal_max;  /* < 0: no journal */
+    int jstate;
+    Buf journal;
+    Py_ssize_t run;          /* offset of the journal's last record if it is a run, else -1 */
+    Py_ssize_t mark_len;
+    int mark_state;
+    Py_ssize_t mark_run;
+    uint32_t mark_run_len;
+    Buf norm;                /* scratch: a normalised read */
+} Scanner;
+
+static PyObject *frame_too_large = NULL;
+
+static int
+raise_too_large(Py_ssize_t size, Py_ssize_t limit)
+{
+    if (frame_too_large == NULL) {
+        PyObject *mod = PyImport_ImportModule("otel_liveness.core.errors");
+        if (mod == NULL)
+            return -1;
+        frame_too_large = PyObject_GetAttrString(mod, "FrameTooLarge");
+        Py_DECREF(mod);
+        if (frame_too_large == NULL)
+            return -1;
+    }
+    PyObject *exc = PyObject_CallFunction(frame_too_large, "nn", size, limit);
+    if (exc == NULL)
+        return -1;
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return -1;
+}
+
+static int
+Scanner_traverse(Scanner *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fast);
+    Py_VISIT(self->slow);
+    Py_VISIT(self->comment);
+    Py_VISIT(self->roles);
+    Py_VISIT(self->hold);
+    return 0;
+}
+
+static int
+Scanner_clear(Scanner *self)
+{
+    Py_CLEAR(self->fast);
+    Py_CLEAR(self->slow);
+    Py_CLEAR(self->comment);
+    Py_CLEAR(self->roles);
+    Py_CLEAR(self->hold);
+    self->nkeys = 0;
+    return 0;
+}
+
+static void
+Scanner_dealloc(Scanner *self)
+{
+    PyObject_GC_UnTrack(self);
+    Scanner_clear(self);
+    buf_free(&self->pend);
+    buf_free(&self->journal);
+    buf_free(&self->norm);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"max_frame_bytes", "fast", "slow", "comment", "roles", "journal_max", "prefix", NULL};
+    Py_ssize_t max_frame, journal_max = -1, prefix = 27;
+    PyObject *fast, *slow, *comment, *roles;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOO|nn", kwlist, &max_frame, &fast, &slow, &comment, &roles,
+                                     &journal_max, &prefix))
+        return -1;
+    if (max_frame <= 0 || prefix < 1) {
+        PyErr_SetString(PyExc_ValueError, "max_frame_bytes must be positive");
+        return -1;
+    }
+    PyObject *ft = PySequence_Tuple(fast);
+    if (ft == NULL)
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(ft);
+    if (n > MAX_KEYS) {
+        Py_DECREF(ft);
+        PyErr_SetString(PyExc_ValueError, "too many fast prefixes");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(ft, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(item, 0))) {
+            Py_DECREF(ft);
+            PyErr_SetString(PyExc_TypeError, "fast must hold (bytes, kind) pairs");
+            return -1;
+        }
+    }
+    if (!PyTuple_Check(roles) || PyTuple_GET_SIZE(roles) != 4) {
+        Py_DECREF(ft);
+        PyErr_SetString(PyExc_TypeError, "roles must be (heartbeat, preamble, semantic, error)");
+        return -1;
+    }
+    if (!PyCallable_Check(slow)) {
+        Py_DECREF(ft);
+        PyErr_SetString(PyExc_TypeError, "slow must be callable");
+        return -1;
+    }
+    Scanner_clear(self);
+    self->fast = ft;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(ft, i);
+        PyObject *key = PyTuple_GET_ITEM(item, 0);
+        self->kbuf[i] = PyBytes_AS_STRING(key);
+        self->klen[i] = PyBytes_GET_SIZE(key);
+        self->kkind[i] = PyTuple_GET_ITEM(item, 1);
+        self->kskip[i] = self->klen[i] == prefix;
+        for (Py_ssize_t j = 0; j + 1 < self->klen[i]; j++) {
+            if (self->kbuf[i][j] == '\n' && self->kbuf[i][j + 1] == '\n')
+                self->kskip[i] = 0;
+        }
+    }
+    self->nkeys = n;
+    self->delta_key = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (self->klen[i] == prefix && prefix <= (Py_ssize_t)sizeof(DELTA_HEAD) - 1
+            && memcmp(self->kbuf[i], DELTA_HEAD, (size_t)prefix) == 0)
+            self->delta_key = i;
+    }
+    Py_INCREF(slow);
+    self->slow = slow;
+    Py_INCREF(comment);
+    self->comment = comment;
+    Py_INCREF(roles);
+    self->roles = roles;
+    self->heartbeat = PyTuple_GET_ITEM(roles, 0);
+    self->preamble = PyTuple_GET_ITEM(roles, 1);
+    self->semantic = PyTuple_GET_ITEM(roles, 2);
+    self->error = PyTuple_GET_ITEM(roles, 3);
+    self->hold = NULL;
+    self->max_frame = max_frame;
+    self->prefix = prefix;
+    self->journal_max = journal_max;
+    self->jstate = JOURNAL_OPEN;
+    self->pend.len = 0;
+    self->journal.len = 0;
+    self->run = -1;
+    self->mark_len = 0;
+    self->mark_state = JOURNAL_OPEN;
+    self->mark_run = -1;
+    self->mark_run_len = 0;
+    self->started = 0;
+    self->pending_cr = 0;
+    self->discarded = 0;
+    return 0;
+}
+
+/* -- classification ---------------------------------------------------------------------------- */
+
+/* Equality of short byte strings, 8 bytes at a time (no library call for a few dozen bytes). */
+static inline uint64_t
+load8(const char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+static inline int
+mem_eq(const char *a, const char *b, Py_ssize_t n)
+{
+    if (n >= 8) {
+        /* branch-free: the compares of a template all run (they nearly always match) */
+        uint64_t diff = 0;
+        Py_ssize_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            diff |= load8(a + i) ^ load8(b + i);
+        if (i < n)
+            diff |= load8(a + n - 8) ^ load8(b + n - 8); /* the tail as one overlapping word */
+        return diff == 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (a[i] != b[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* memcpy for the few bytes a delta's text usually is, without a library call */
+static inline void
+copy_small(char *dst, const char *src, Py_ssize_t n)
+{
+    /* fixed-size moves only (a byte loop would be turned back into a memcpy call) */
+    if (n >= 8 && n <= 16) {
+        uint64_t a = load8(src), b = load8(src + n - 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    }
+    else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    }
+    else if (n > 0 && n < 4) {
+        dst[0] = src[0];
+        dst[n / 2] = src[n / 2];
+        dst[n - 1] = src[n - 1];
+    }
+    else if (n > 16) {
+        memcpy(dst, src, (size_t)n);
+    }
+}
+
+/* The index of the fast prefix the block b[0:n] starts with, or -1: dict.get(block[:prefix])
+ * semantics (a key matches the block's first min(n, prefix) bytes, lengths equal). */
+static inline Py_ssize_t
+fast_index(Scanner *s, const char *b, Py_ssize_t n)
+{
+    Py_ssize_t k = n < s->prefix ? n : s->prefix;
+    for (Py_ssize_t i = 0; i < s->nkeys; i++) {
+        if (s->klen[i] == k && mem_eq(s->kbuf[i], b, k))
+            return i;
+    }
+    return -1;
+}
+
+
+/* The number of lines of a block made of comment lines only (each a heartbeat frame), else 0. */
+static Py_ssize_t
+comment_lines(const char *b, Py_ssize_t n)
+{
+    Py_ssize_t lines = 0, p = 0;
+    while (p < n) {
+        if (b[p] != ':')
+            return 0;
+        lines++;
+        const char *lf = memchr(b + p, '\n', (size_t)(n - p));
+        if (lf == NULL)
+            break;
+        p = (lf - b) + 1;
+    }
+    return lines;
+}
+
+/* -- the journal ------------------------------------------------------------------------------- */
+
+static const char DELTA_MID[] = ",\"delta\":{\"type\":\"";
+#define DELTA_TYPE_TEXT "text_delta\",\"text\":\""
+#define DELTA_TYPE_THINKING "thinking_delta\",\"thinking\":\""
+#define DELTA_TYPE_SIGNATURE "signature_delta\",\"signature\":\""
+#define DELTA_TYPE_INPUT "input_json_delta\",\"partial_json\":\""
+#define DELTA_CODE_TEXT 't'
+#define DELTA_CODE_THINKING 'k'
+#define DELTA_CODE_SIGNATURE 's'
+#define DELTA_CODE_INPUT 'j'
+
+
+/* little-endian u32 at p (the journal's byte order, whatever the host's) */
+static inline void
+put_u32(char *p, uint32_t v)
+{
+#if PY_LITTLE_ENDIAN
+    memcpy(p, &v, 4);
+#else
+    p[0] = (char)(v & 0xff);
+    p[1] = (char)((v >> 8) & 0xff);
+    p[2] = (char)((v >> 16) & 0xff);
+    p[3] = (char)((v >> 24) & 0xff);
+#endif
+}
+
+static inline uint32_t
+get_u32(const char *p)
+{
+#if PY_LITTLE_ENDIAN
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+#else
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] | ((uint32_t)u[1] << 8) | ((uint32_t)u[2] << 16) | ((uint32_t)u[3] << 24);
+#endif
+}
+
+/* LEB128: 7 bits a byte, low first, the high bit set on all but the last */
+static Py_ssize_t
+put_varint(char *p, uint32_t v)
+{
+    Py_ssize_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (char)((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (char)v;
+    return n;
+}
+
+/* A canonical delta, parsed: the journal's code, the block index, the string body (its offset in
+ * the block and length). */
+typedef struct {
+    int ok;
+    char code;
+    uint32_t index;
+    Py_ssize_t foff;
+    Py_ssize_t flen;
+} Delta;
+
+/* The canonical shape after DELTA_HEAD, from b[hl] on: index digits, DELTA_MID, a delta type and
+ * field; returns the offset of the string body, or -1. */
+static ALWAYS_INLINE Py_ssize_t
+delta_fields(const char *b, Py_ssize_t n, char *code, uint32_t *index)
+{
+    const Py_ssize_t hl = (Py_ssize_t)sizeof(DELTA_HEAD) - 1;
+    Py_ssize_t p = hl;
+    uint32_t idx = 0;
+    Py_ssize_t digits = 0;
+    while (p < n && b[p] >= '0' && b[p] <= '9' && digits < 10) {
+        idx = idx * 10 + (uint32_t)(b[p] - '0');
+        p++;
+        digits++;
+    }
+    if (digits == 0 || digits > 9 || (digits > 1 && b[hl] == '0'))
+        return -1;
+    const Py_ssize_t ml = (Py_ssize_t)sizeof(DELTA_MID) - 1;
+    if (n - p < ml || !mem_eq(b + p, DELTA_MID, ml))
+        return -1;
+    p += ml;
+    if (p + 2 > n)
+        return -1;
+    /* the delta type by its first two bytes: te(xt), th(inking), si(gnature), in(put_json); each
+       compared as a constant (unrolled) */
+#define DELTA_TYPE(t)                                                                             \
+    do {                                                                                          \
+        if (n - p < (Py_ssize_t)sizeof(DELTA_TYPE_##t) - 1                                          \
+            || !mem_eq(b + p, DELTA_TYPE_##t, (Py_ssize_t)sizeof(DELTA_TYPE_##t) - 1))              \
+            return -1;                                                                            \
+        *code = DELTA_CODE_##t;                                                                   \
+        *index = idx;                                                                             \
+        return p + (Py_ssize_t)sizeof(DELTA_TYPE_##t) - 1;                                        \
+    } while (0)
+    switch (b[p]) {
+    case 't':
+        if (b[p + 1] == 'e')
+            DELTA_TYPE(TEXT);
+        DELTA_TYPE(THINKING);
+    case 's':
+        DELTA_TYPE(SIGNATURE);
+    case 'i':
+        DELTA_TYPE(INPUT);
+    default:
+        return -1;
+    }
+#undef DELTA_TYPE
+}
+
+/* A canonical delta block at the start of d[0:n], found without knowing where the block ends: its
+ * string body runs to the first unescaped quote, which must be followed by '}}' and the blank line.
+ * Returns the block's length (the index of the blank line's first LF), or -1: not canonical, or
+ * not complete in d (the caller then finds the block's end the general way). */
+static ALWAYS_INLINE Py_ssize_t
+delta_at(const char *d, Py_ssize_t n, Delta *dl)
+{
+    const Py_ssize_t hl = (Py_ssize_t)sizeof(DELTA_HEAD) - 1;
+    if (n <= hl || !mem_eq(d, DELTA_HEAD, hl))
+        return -1;
+    Py_ssize_t p = delta_fields(d, n, &dl->code, &dl->index);
+    if (p < 0)
+        return -1;
+    Py_ssize_t i = p;
+    while (i < n) {
+        char c = d[i];
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            if (i + 1 >= n || d[i + 1] == '\n')
+                return -1;
+            i += 2;
+        }
+        else if (c == '\n') {
+            return -1;
+        }
+        else {
+            i++;
+        }
+    }
+    if (i + 4 >= n || d[i + 1] != '}' || d[i + 2] != '}' || d[i + 3] != '\n' || d[i + 4] != '\n')
+        return -1;
+    dl->ok = 1;
+    dl->foff = p;
+    dl->flen = i - p;
+    return i + 3;
+}
+
+/* A content_block_delta of the canonical shape: its code, index and string body. */
+static int
+canonical_delta(const char *b, Py_ssize_t n, Py_ssize_t known, char *code, uint32_t *index, const char **frag,
+                Py_ssize_t *flen)
+{
+    /* known: how many leading bytes are already known to be DELTA_HEAD's (a fast prefix matched) */
+    const Py_ssize_t hl = (Py_ssize_t)sizeof(DELTA_HEAD) - 1;
+    if (n < hl + 1 + 3 || !mem_eq(b + known, DELTA_HEAD + known, hl - known))
+        return 0;
+    /* 0 | [1-9][0-9]{0,8} */
+    Py_ssize_t p = delta_fields(b, n, code, index);
+    if (p < 0)
+        return 0;
+    Py_ssize_t end = n - 3; /* '"}}' */
+    if (end < p || b[end] != '"' || b[end + 1] != '}' || b[end + 2] != '}')
+        return 0;
+    /* the string body: no unescaped quote, no LF, a backslash always takes the next byte */
+    Py_ssize_t i = p;
+    while (i < end) {
+        char c = b[i];
+        if (c == '\\') {
+            if (i + 1 >= end || b[i + 1] == '\n')
+                return 0;
+            i += 2;
+        }
+        else if (c == '"' || c == '\n') {
+            return 0;
+        }
+        else {
+            i++;
+        }
+    }
+    *frag = b + p;
+    *flen = end - p;
+    return 1;
+}
+
+static int
+journal_put(Scanner *s, const char *head, Py_ssize_t hn, const char *body, Py_ssize_t bn)
+{
+    if (s->journal.len + hn + bn > s->journal_max) {
+        s->jstate = JOURNAL_CLIPPED;
+        return 0;
+    }
+    Buf *j = &s->journal;
+    Py_ssize_t need = j->len + hn + bn;
+    if (need > j->cap) {
+        /* grow by a quarter (the journal is kept for the stream's life: little slack), never past
+           the bound */
+        Py_ssize_t cap = j->cap + j->cap / 4;
+        if (cap < need)
+            cap = need;
+        if (cap < 1024)
+            cap = 1024;
+        if (cap > s->journal_max)
+            cap = need > s->journal_max ? need : s->journal_max;
+        char *p = PyMem_Realloc(j->buf, (size_t)cap);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        j->buf = p;
+        j->cap = cap;
+    }
+    copy_small(s->journal.buf + s->journal.len, head, hn);
+    copy_small(s->journal.buf + s->journal.len + hn, body, bn);
+    s->journal.len += hn + bn;
+    return 0;
+}
+
+/* Record a content block: canonical deltas compactly (a run per block and field), anything else
+ * as the block. */
+static int
+journal_block(Scanner *s, const char *b, Py_ssize_t n, Py_ssize_t known, const Delta *dl)
+{
+    if (s->journal_max < 0 || s->jstate != JOURNAL_OPEN)
+        return 0;
+    char code;
+    uint32_t index;
+    const char *frag;
+    Py_ssize_t flen;
+    char head[9 + 5];
+    int canon;
+    if (dl != NULL && dl->ok) {
+        canon = 1;
+        code = dl->code;
+        index = dl->index;
+        frag = b + dl->foff;
+        flen = dl->flen;
+    }
+    else {
+        canon = canonical_delta(b, n, known, &code, &index, &frag, &flen);
+    }
+    if (canon) {
+        Py_ssize_t run = s->run;
+        Buf *j = &s->journal;
+        if (run >= 0 && j->buf[run] == code && get_u32(j->buf + run + 1) == index) {
+            /* the same block and field as the last record: extend the run */
+            if (flen < 128 && j->len + 1 + flen <= j->cap && j->len + 1 + flen <= s->journal_max) {
+                char *w = j->buf + j->len; /* the common case, in place: one length byte, the body */
+                w[0] = (char)flen;
+                copy_small(w + 1, frag, flen);
+                j->len += 1 + flen;
+                put_u32(j->buf + run + 5, get_u32(j->buf + run + 5) + (uint32_t)(1 + flen));
+                return 0;
+            }
+            Py_ssize_t vn = put_varint(head, (uint32_t)flen);
+            if (journal_put(s, head, vn, frag, flen) < 0)
+                return -1;
+            if (s->jstate == JOURNAL_OPEN)
+                put_u32(j->buf + run + 5, get_u32(j->buf + run + 5) + (uint32_t)(vn + flen));
+            return 0;
+        }
+        head[0] = code;
+        put_u32(head + 1, index);
+        Py_ssize_t vn = put_varint(head + 9, (uint32_t)flen);
+        put_u32(head + 5, (uint32_t)(vn + flen));
+        Py_ssize_t at = s->journal.len;
+        if (journal_put(s, head, 9 + vn, frag, flen) < 0)
+            return -1;
+        if (s->jstate == JOURNAL_OPEN)
+            s->run = at;
+        return 0;
+    }
+    head[0] = 'R';
+    put_u32(head + 1, (uint32_t)n);
+    s->run = -1;
+    return journal_put(s, head, 5, b, n);
+}
+
+/* What a classified block means for the journal and the hold. Comment lines at the head of a
+ * block are heartbeats of their own: neither keeps them. */
+static int
+account(Scanner *s, const char *b, Py_ssize_t n, PyObject *const *kinds, Py_ssize_t nk, Py_ssize_t key,
+        const Delta *dl)
+{
+    /* key: the fast prefix the block matched (-1: none or not known); dl: its parse, if done */
+    Py_ssize_t known = key >= 0 && key == s->delta_key ? s->prefix : 0;
+    while (n > 0 && b[0] == ':') {
+        known = 0;
+        dl = NULL;
+        const char *lf = memchr(b, '\n', (size_t)n);
+        if (lf == NULL)
+            return 0;
+        n -= (lf - b) + 1;
+        b = lf + 1;
+    }
+    int content = 0, error = 0, other = 0;
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *k = kinds[i];
+        if (k == s->error)
+            error = 1;
+        else if (k == s->semantic || k == s->preamble)
+            content = 1;
+        if (k != s->heartbeat)
+            other = 1;
+    }
+    if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN) {
+        if (error)
+            s->jstate = JOURNAL_STOPPED;
+        else if (content && journal_block(s, b, n, known, dl) < 0)
+            return -1;
+    }
+    if (s->hold != NULL && other) {
+        PyObject *framed = PyBytes_FromStringAndSize(NULL, n + 2);
+        if (framed == NULL)
+            return -1;
+        char *f = PyBytes_AS_STRING(framed);
+        memcpy(f, b, (size_t)n);
+        f[n] = '\n';
+        f[n + 1] = '\n';
+        int rc = PyList_Append(s->hold, framed);
+        Py_DECREF(framed);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Classify one block into `out` (kinds mode) or append it (blocks mode). `key`: its fast prefix
+ * when already known (-1: none), -2 when not looked up yet. */
+static int
+emit(Scanner *s, const char *b, Py_ssize_t n, PyObject *out, int blocks_mode, Py_ssize_t key, const Delta *dl)
+{
+    if (blocks_mode) {
+        PyObject *blk = PyBytes_FromStringAndSize(b, n);
+        if (blk == NULL)
+            return -1;
+        int rc = PyList_Append(out, blk);
+        Py_DECREF(blk);
+        return rc;
+    }
+    if (key == -2)
+        key = fast_index(s, b, n);
+    if (key >= 0) {
+        PyObject *kind = s->kkind[key];
+        if (PyList_Append(out, kind) < 0)
+            return -1;
+        if (kind == s->heartbeat && s->hold == NULL)
+            return 0;
+        return account(s, b, n, &kind, 1, key, dl);
+    }
+    Py_ssize_t lines = b[0] == ':' ? comment_lines(b, n) : 0;
+    if (lines > 0) {
+        for (Py_ssize_t i = 0; i < lines; i++) {
+            if (PyList_Append(out, s->comment) < 0)
+                return -1;
+        }
+        if (s->comment == s->heartbeat)
+            return 0;
+        PyObject *kinds[1] = {s->comment};
+        return account(s, b, n, kinds, 1, -1, NULL);
+    }
+    PyObject *blk = PyBytes_FromStringAndSize(b, n);
+    if (blk == NULL)
+        return -1;
+    PyObject *res = PyObject_CallOneArg(s->slow, blk);
+    if (res == NULL) {
+        Py_DECREF(blk);
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(res, "the classifier must return a list");
+    Py_DECREF(res);
+    if (seq == NULL) {
+        Py_DECREF(blk);
+        return -1;
+    }
+    Py_ssize_t nk = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < nk && rc == 0; i++)
+        rc = PyList_Append(out, items[i]);
+    if (rc == 0)
+        rc = account(s, b, n, items, nk, -1, NULL);
+    Py_DECREF(seq);
+    Py_DECREF(blk);
+    return rc;
+}
+
+/* -- scanning ---------------------------------------------------------------------------------- */
+
+static const char BOM[3] = {'\xef', '\xbb', '\xbf'};
+
+/* The BOM at the stream start and CR/CRLF line ends -> LF (the reference's _normalise). Sets
+ * data and n to the bytes to scan (possibly none while a BOM is undecided). */
+static int
+normalise(Scanner *s, const char **data, Py_ssize_t *n)
+{
+    const char *d = *data;
+    Py_ssize_t dn = *n;
+    Buf *nb = &s->norm;
+    nb->len = 0;
+    if (s->pending_cr) {
+        if (buf_append(nb, "\r", 1) < 0 || buf_append(nb, d, dn) < 0)
+            return -1;
+        s->pending_cr = 0;
+        d = nb->buf;
+        dn = nb->len;
+    }
+    if (!s->started) {
+        /* the head so far: pend (a partial BOM) + d */
+        Py_ssize_t hl = s->pend.len + dn;
+        if (hl < 3 && memcmp(s->pend.buf ? s->pend.buf : "", BOM, (size_t)s->pend.len) == 0
+            && memcmp(d, BOM + s->pend.len, (size_t)dn) == 0) {
+            if (buf_append(&s->pend, d, dn) < 0)
+                return -1;
+            *n = 0;
+            return 0;
+        }
+        s->started = 1;
+        Buf head = {NULL, 0, 0};
+        if (buf_append(&head, s->pend.buf, s->pend.len) < 0 || buf_append(&head, d, dn) < 0) {
+            buf_free(&head);
+            return -1;
+        }
+        s->pend.len = 0;
+        Py_ssize_t skip = (head.len >= 3 && memcmp(head.buf, BOM, 3) == 0) ? 3 : 0;
+        nb->len = 0;
+        if (buf_append(nb, head.buf + skip, head.len - skip) < 0) {
+            buf_free(&head);
+            return -1;
+        }
+        buf_free(&head);
+        d = nb->buf;
+        dn = nb->len;
+    }
+    if (dn > 0 && memchr(d, '\r', (size_t)dn) != NULL) {
+        Buf out = {NULL, 0, 0};
+        if (buf_reserve(&out, dn) < 0)
+            return -1;
+        if (d[dn - 1] == '\r') {
+            s->pending_cr = 1;
+            dn--;
+        }
+        Py_ssize_t j = 0;
+        for (Py_ssize_t i = 0; i < dn; i++) {
+            char c = d[i];
+            if (c == '\r') {
+                out.buf[j++] = '\n';
+                if (i + 1 < dn && d[i + 1] == '\n')
+                    i++;
+            }
+            else {
+                out.buf[j++] = c;
+            }
+        }
+        out.len = j;
+        buf_free(nb);
+        *nb = out;
+        d = nb->buf;
+        dn = nb->len;
+    }
+    *data = d;
+    *n = dn;
+    return 0;
+}
+
+/* The first blank line at or after `from` in d[0:n]: the index of its first LF, or -1. */
+static Py_ssize_t
+find_blank(const char *d, Py_ssize_t from, Py_ssize_t n)
+{
+    Py_ssize_t p = from;
+    while (p + 1 < n) {
+        const char *lf = memchr(d + p, '\n', (size_t)(n - 1 - p));
+        if (lf == NULL)
+            return -1;
+        Py_ssize_t q = lf - d;
+        if (d[q + 1] == '\n')
+            return q;
+        p = q + 2; /* d[q+1] is not LF: the next candidate starts after it */
+    }
+    return -1;
+}
+
+typedef struct {
+    Py_ssize_t start; /* in d; -1: the straddling block (pend.buf[0:len]) */
+    Py_ssize_t len;
+    Py_ssize_t key;   /* its fast prefix (-1: none), -2: not looked up */
+    int comment;      /* a head comment line of the rest */
+    Delta delta;      /* parsed when the block was found by its canonical delta shape */
+} Span;
+
+typedef struct {
+    Span stack[SPAN_STACK];
+    Span *spans;
+    Py_ssize_t count, cap;
+    Py_ssize_t straddle;  /* length of the straddling block in pend.buf, or -1 */
+    Py_ssize_t rest_start; /* the rest: d[rest_start:n], preceded by pend.buf[0:pend.len] if rest_pend */
+    int rest_pend;
+    Py_ssize_t rest_len;
+    Py_ssize_t largest;   /* the largest complete block (not head comment lines) */
+} Scan;
+
+static int
+scan_push(Scan *sc, Py_ssize_t start, Py_ssize_t len, int comment, Py_ssize_t key)
+{
+    if (sc->count == sc->cap) {
+        Py_ssize_t cap = sc->cap * 2;
+        Span *p;
+        if (sc->spans == sc->stack) {
+            p = PyMem_Malloc(sizeof(Span) * (size_t)cap);
+            if (p != NULL)
+                memcpy(p, sc->stack, sizeof(Span) * (size_t)sc->count);
+        }
+        else {
+            p = PyMem_Realloc(sc->spans, sizeof(Span) * (size_t)cap);
+        }
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        sc->spans = p;
+        sc->cap = cap;
+    }
+    Span *sp = &sc->spans[sc->count++];
+    sp->start = start;
+    sp->len = len;
+    sp->comment = comment;
+    sp->key = key;
+    sp->delta.ok = 0;
+    if (!comment && len > sc->largest)
+        sc->largest = len;
+    return 0;
+}
+
+static void
+scan_free(Scan *sc)
+{
+    if (sc->spans != sc->stack)
+        PyMem_Free(sc->spans);
+}
+
+/* Split pend + d[0:n] into complete blocks, head comment lines and the rest, without changing
+ * the scanner (the straddling block, if any, is assembled in pend's spare capacity). */
+static int
+scan(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
+{
+    sc->spans = sc->stack;
+    sc->count = 0;
+    sc->cap = SPAN_STACK;
+    sc->straddle = -1;
+    sc->rest_pend = 0;
+    sc->largest = 0;
+    Py_ssize_t plen = s->pend.len;
+    Py_ssize_t p = 0;
+    if (plen > 0) {
+        Py_ssize_t q, next, take, blen;
+        int ended = 1;
+        if (s->pend.buf[plen - 1] == '\n' && n > 0 && d[0] == '\n') {
+            take = 0; /* the blank line is pend's last LF + d[0] */
+            blen = plen - 1;
+            next = 1;
+        }
+        else if ((q = find_blank(d, 0, n)) >= 0) {
+            take = q; /* bytes of d in the block */
+            blen = plen + q;
+            next = q + 2;
+        }
+        else {
+            ended = 0;
+            take = blen = next = 0;
+        }
+        if (ended) {
+            if (buf_reserve(&s->pend, take) < 0)
+                return -1;
+            memcpy(s->pend.buf + plen, d, (size_t)take);
+            sc->straddle = blen;
+            if (scan_push(sc, -1, blen, 0, -2) < 0)
+                return -1;
+            p = next;
+        }
+        else {
+            sc->rest_pend = 1; /* no block ended: the rest is pend + d */
+            p = 0;
+        }
+    }
+    if (!sc->rest_pend) {
+        for (;;) {
+            while (p < n && d[p] == '\n')
+                p++;
+            if (p >= n)
+                break;
+            /* a canonical delta (the bulk of a reply) is parsed where it lies, and the parse finds
+               its end: no search for the blank line */
+            if (s->delta_key >= 0) {
+                Delta dl;
+                Py_ssize_t len = delta_at(d + p, n - p, &dl);
+                if (len > 0) {
+                    if (scan_push(sc, p, len, 0, s->delta_key) < 0)
+                        return -1;
+                    sc->spans[sc->count - 1].delta = dl;
+                    p += len + 2;
+                    continue;
+                }
+            }
+            /* the head first: past a fast prefix (no blank line in it), the block's end is searched
+               from the prefix's last byte on -- one memchr for a typical event, not two */
+            Py_ssize_t key = -2, from = p;
+            if (n - p > s->prefix) {
+                key = fast_index(s, d + p, s->prefix);
+                if (key >= 0 && s->kskip[key])
+                    from = p + s->prefix - 1;
+            }
+            Py_ssize_t q = find_blank(d, from, n);
+            if (q < 0)
+                break;
+            if (key >= 0 && q - p < s->prefix)
+                key = fast_index(s, d + p, q - p); /* a block shorter than the prefix: its own head */
+            if (scan_push(sc, p, q - p, 0, key) < 0)
+                return -1;
+            p = q + 2;
+        }
+    }
+    /* head comment lines of the rest are frames now */
+    if (sc->rest_pend) {
+        if (s->pend.buf[0] == ':') {
+            const char *lf = n > 0 ? memchr(d, '\n', (size_t)n) : NULL;
+            if (lf != NULL) {
+                Py_ssize_t take = lf - d;
+                if (buf_reserve(&s->pend, take) < 0)
+                    return -1;
+                memcpy(s->pend.buf + plen, d, (size_t)take);
+                sc->straddle = plen + take;
+                if (scan_push(sc, -1, plen + take, 1, -2) < 0)
+                    return -1;
+                sc->rest_pend = 0;
+                p = take + 1;
+                while (p < n && d[p] == '\n')
+                    p++;
+            }
+        }
+    }
+    if (!sc->rest_pend) {
+        while (p < n && d[p] == ':') {
+            const char *lf = memchr(d + p, '\n', (size_t)(n - p));
+            if (lf == NULL)
+                break;
+            Py_ssize_t q = lf - d;
+            if (scan_push(sc, p, q - p, 1, -2) < 0)
+                return -1;
+            p = q + 1;
+            while (p < n && d[p] == '\n')
+                p++;
+        }
+        sc->rest_start = p;
+        sc->rest_len = n - p;
+    }
+    else {
+        sc->rest_start = 0;
+        sc->rest_len = plen + n;
+    }
+    return 0;
+}
+
+static int
+check_bounds(Scanner *s, Scan *sc)
+{
+    if (sc->largest > s->max_frame)
+        return raise_too_large(sc->largest, s->max_frame);
+    if (sc->rest_len > s->max_frame)
+        return raise_too_large(sc->rest_len, s->max_frame);
+    return 0;
+}
+
+/* Make the rest the block in progress. */
+static int
+keep_rest(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
+{
+    if (sc->rest_pend) {
+        if (buf_append(&s->pend, d, n) < 0)
+            return -1;
+    }
+    else {
+        s->pend.len = 0;
+        if (buf_append(&s->pend, d + sc->rest_start, sc->rest_len) < 0)
+            return -1;
+    }
+    buf_trim(&s->pend);
+    return 0;
+}
+
+static const char *
+span_bytes(Scanner *s, const char *d, Span *sp)
+{
+    return sp->start < 0 ? s->pend.buf : d + sp->start;
+}
+
+static void
+mark(Scanner *s)
+{
+    s->mark_len = s->journal.len;
+    s->mark_state = s->jstate;
+    s->mark_run = s->run;
+    s->mark_run_len = s->run >= 0 ? get_u32(s->journal.buf + s->run + 5) : 0;
+}
+
+/* feed / feed_blocks / close: consume `d` (already normalised), emit into `out`. */
+static int
+consume(Scanner *s, const char *d, Py_ssize_t n, PyObject *out, int blocks_mode)
+{
+    Scan sc;
+    if (scan(s, d, n, &sc) < 0) {
+        scan_free(&sc);
+        return -1;
+    }
+    if (check_bounds(s, &sc) < 0) {
+        scan_free(&sc);
+        return -1;
+    }
+    /* emit reads the straddling block from pend.buf: emit first, then keep the rest */
+    for (Py_ssize_t i = 0; i < sc.count; i++) {
+        Span *sp = &sc.spans[i];
+        if (emit(s, span_bytes(s, d, sp), sp->len, out, blocks_mode, sp->key, &sp->delta) < 0) {
+            scan_free(&sc);
+            return -1;
+        }
+    }
+    int rc = keep_rest(s, d, n, &sc);
+    scan_free(&sc);
+    return rc;
+}
+
+static PyObject *
+feed_common(Scanner *s, PyObject *chunk, int blocks_mode)
+{
+    if (!PyBytes_Check(chunk)) {
+        PyObject *copy = PyBytes_FromObject(chunk);
+        if (copy == NULL)
+            return NULL;
+        PyObject *res = feed_common(s, copy, blocks_mode);
+        Py_DECREF(copy);
+        return res;
+    }
+    const char *d = PyBytes_AS_STRING(chunk);
+    Py_ssize_t n = PyBytes_GET_SIZE(chunk);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    if (!blocks_mode)
+        mark(s);
+    if (n == 0)
+        return out;
+    if (!s->started || s->pending_cr || memchr(d, '\r', (size_t)n) != NULL) {
+        if (normalise(s, &d, &n) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (n == 0)
+            return out;
+    }
+    int rc = consume(s, d, n, out, blocks_mode);
+    if (s->norm.cap > 65536)
+        buf_free(&s->norm);
+    if (rc < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static PyObject *
+Scanner_feed(Scanner *self, PyObject *chunk)
+{
+    return feed_common(self, chunk, 0);
+}
+
+static PyObject *
+Scanner_feed_blocks(Scanner *self, PyObject *chunk)
+{
+    return feed_common(self, chunk, 1);
+}
+
+/* admit(chunk) -> frames: the read completes at least one frame, every frame it completes has a
+ * fast prefix of a semantic frame, it holds no CR and stays within the bounds: consumed as
+ * feed() would (the journal and the hold too), and the number of frames is returned. Otherwise
+ * -1 and nothing changed. */
+/* admit() for a read that starts at a block boundary, with nothing held: one pass, journaling as
+ * it goes (rolled back if the read turns out not to be admitted). The same answer as the general
+ * path (scan, check every block, account): every complete block has a semantic fast prefix and is
+ * within the bound, at least one is complete, and the rest -- the frame in progress -- is not a
+ * head comment line that ended and is within the bound. Returns the frames, -1 to decline (nothing
+ * changed), -2 on error. */
+static Py_ssize_t
+admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
+{
+    /* a declined read changes nothing, the mark (what retract() restores) included */
+    const Py_ssize_t old_len = s->mark_len, old_run = s->mark_run;
+    const int old_state = s->mark_state;
+    const uint32_t old_run_len = s->mark_run_len;
+    mark(s);
+    const int fused = s->delta_key >= 0 && s->kkind[s->delta_key] == s->semantic;
+    Py_ssize_t frames = 0, p = 0;
+    for (;;) {
+        while (p < n && d[p] == '\n')
+            p++;
+        if (p >= n)
+            break;
+        Delta dl;
+        dl.ok = 0;
+        Py_ssize_t len = fused ? delta_at(d + p, n - p, &dl) : -1;
+        Py_ssize_t key = s->delta_key;
+        if (len < 0) {
+            key = n - p > s->prefix ? fast_index(s, d + p, s->prefix) : -2;
+            Py_ssize_t from = key >= 0 && s->kskip[key] ? p + s->prefix - 1 : p;
+            Py_ssize_t q = find_blank(d, from, n);
+            if (q < 0)
+                break; /* the frame in progress: judged when it completes */
+            len = q - p;
+            if (key == -2 || len < s->prefix)
+                key = fast_index(s, d + p, len);
+            if (key < 0 || s->kkind[key] != s->semantic)
+                goto decline;
+        }
+        if (len > s->max_frame)
+            goto decline;
+        if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN
+            && journal_block(s, d + p, len, key == s->delta_key ? s->prefix : 0, &dl) < 0)
+            return -2;
+        frames++;
+        p += len + 2;
+    }
+    if (frames == 0 || n - p > s->max_frame)
+        goto decline;
+    if (p < n && d[p] == ':' && memchr(d + p, '\n', (size_t)(n - p)) != NULL)
+        goto decline; /* a head comment line ended: a heartbeat frame */
+    s->pend.len = 0;
+    if (buf_append(&s->pend, d + p, n - p) < 0)
+        return -2;
+    buf_trim(&s->pend);
+    return frames;
+decline:
+    s->journal.len = s->mark_len;
+    s->jstate = s->mark_state;
+    s->run = s->mark_run;
+    if (s->run >= 0)
+        put_u32(s->journal.buf + s->run + 5, s->mark_run_len);
+    s->mark_len = old_len;
+    s->mark_state = old_state;
+    s->mark_run = old_run;
+    s->mark_run_len = old_run_len;
+    return -1;
+}
+
+static PyObject *
+Scanner_admit(Scanner *self, PyObject *chunk)
+{
+    if (!PyBytes_CheckExact(chunk) || !self->started || self->pending_cr)
+        return PyLong_FromLong(-1);
+    const char *d = PyBytes_AS_STRING(chunk);
+    Py_ssize_t n = PyBytes_GET_SIZE(chunk);
+    if (n == 0 || memchr(d, '\r', (size_t)n) != NULL)
+        return PyLong_FromLong(-1);
+    if (self->pend.len == 0 && self->hold == NULL) {
+        Py_ssize_t frames = admit_aligned(self, d, n);
+        if (frames == -2)
+            return NULL;
+        return PyLong_FromSsize_t(frames);
+    }
+    Scan sc;
+    if (scan(self, d, n, &sc) < 0) {
+        scan_free(&sc);
+        return NULL;
+    }
+    Py_ssize_t count = sc.count;
+    int ok = count > 0 && sc.largest <= self->max_frame && sc.rest_len <= self->max_frame;
+    for (Py_ssize_t i = 0; ok && i < count; i++) {
+        Span *sp = &sc.spans[i];
+        if (sp->key == -2)
+            sp->key = fast_index(self, span_bytes(self, d, sp), sp->len);
+        ok = sp->key >= 0 && self->kkind[sp->key] == self->semantic;
+    }
+    if (!ok) {
+        scan_free(&sc);
+        return PyLong_FromLong(-1);
+    }
+    mark(self);
+    PyObject *kind = self->semantic;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Span *sp = &sc.spans[i];
+        if (account(self, span_bytes(self, d, sp), sp->len, &kind, 1, sp->key, &sp->delta) < 0) {
+            scan_free(&sc);
+            return NULL;
+        }
+    }
+    int rc = keep_rest(self, d, n, &sc);
+    scan_free(&sc);
+    if (rc < 0)
+        return NULL;
+    return PyLong_FromSsize_t(count);
+}
+
+static PyObject *
+close_common(Scanner *self, PyObject *args, PyObject *kwds, int blocks_mode)
+{
+    static char *kwlist[] = {"complete_lines", NULL};
+    int complete_lines = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$p", kwlist, &complete_lines))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    if (!blocks_mode)
+        mark(self);
+    if (self->pending_cr) {
+        /* a CR held back at the end of the last read was a line end after all */
+        const char *d = "\n";
+        Py_ssize_t n = 1;
+        if (normalise(self, &d, &n) < 0 || (n > 0 && consume(self, d, n, out, blocks_mode) < 0)) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    Buf *pb = &self->pend;
+    if (complete_lines && pb->len > 0 && pb->buf[pb->len - 1] == '\n') {
+        Py_ssize_t a = 0, b = pb->len;
+        while (a < b && pb->buf[a] == '\n')
+            a++;
+        while (b > a && pb->buf[b - 1] == '\n')
+            b--;
+        Py_ssize_t rest = b - a;
+        if (rest > 0) {
+            /* emit may not read pend after it is cleared: copy first */
+            Buf tmp = {NULL, 0, 0};
+            if (buf_append(&tmp, pb->buf + a, rest) < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            pb->len = 0;
+            int rc = emit(self, tmp.buf, rest, out, blocks_mode, -2, NULL);
+            buf_free(&tmp);
+            if (rc < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        pb->len = 0;
+    }
+    self->discarded = self->started ? pb->len : 0;
+    pb->len = 0;
+    buf_trim(pb);
+    self->started = 1;
+    self->pending_cr = 0;
+    return out;
+}
+
+static PyObject *
+Scanner_close(Scanner *self, PyObject *args, PyObject *kwds)
+{
+    return close_common(self, args, kwds, 0);
+}
+
+static PyObject *
+Scanner_close_blocks(Scanner *self, PyObject *args, PyObject *kwds)
+{
+    return close_common(self, args, kwds, 1);
+}
+
+static PyObject *
+Scanner_pending(Scanner *self, PyObject *Py_UNUSED(ignored))
+{
+    /* the block in progress as bytes to replay (a CR held back included) */
+    PyObject *out = PyBytes_FromStringAndSize(NULL, self->pend.len + (self->pending_cr ? 1 : 0));
+    if (out == NULL)
+        return NULL;
+    if (self->pend.len)
+        memcpy(PyBytes_AS_STRING(out), self->pend.buf, (size_t)self->pend.len);
+    if (self->pending_cr)
+        PyBytes_AS_STRING(out)[self->pend.len] = '\r';
+    return out;
+}
+
+static PyObject *
+Scanner_journal(Scanner *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBytes_FromStringAndSize(self->journal.buf ? self->journal.buf : "", self->journal.len);
+}
+
+static PyObject *
+Scanner_retract(Scanner *self, PyObject *Py_UNUSED(ignored))
+{
+    /* the last read was not released: forget what it added to the journal */
+    self->journal.len = self->mark_len;
+    self->jstate = self->mark_state;
+    self->run = self->mark_run;
+    if (self->run >= 0)
+        put_u32(self->journal.buf + self->run + 5, self->mark_run_len);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Scanner_get_idle(Scanner *self, void *closure)
+{
+    return PyBool_FromLong(self->pend.len == 0 && self->started && !self->pending_cr);
+}
+
+static PyObject *
+Scanner_get_buffered(Scanner *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->pend.len);
+}
+
+static PyObject *
+Scanner_get_journal_size(Scanner *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->journal.len);
+}
+
+static PyObject *
+Scanner_get_journal_state(Scanner *self, void *closure)
+{
+    return PyLong_FromLong(self->jstate);
+}
+
+static PyObject *
+Scanner_get_retained(Scanner *self, void *closure)
+{
+    /* bytes this scanner holds on to: its buffers' capacities */
+    return PyLong_FromSsize_t(self->pend.cap + self->journal.cap + self->norm.cap);
+}
+
+static PyObject *
+Scanner_get_hold(Scanner *self, void *closure)
+{
+    if (self->hold == NULL)
+        Py_RETURN_NONE;
+    Py_INCREF(self->hold);
+    return self->hold;
+}
+
+static int
+Scanner_set_hold(Scanner *self, PyObject *value, void *closure)
+{
+    if (value != NULL && value != Py_None && !PyList_CheckExact(value)) {
+        PyErr_SetString(PyExc_TypeError, "hold must be a list or None");
+        return -1;
+    }
+    PyObject *old = self->hold;
+    if (value == NULL || value == Py_None) {
+        self->hold = NULL;
+    }
+    else {
+        Py_INCREF(value);
+        self->hold = value;
+    }
+    Py_XDECREF(old);
+    return 0;
+}
+
+static PyGetSetDef Scanner_getset[] = {
+    {"idle", (getter)Scanner_get_idle, NULL, "nothing pending and past the stream head", NULL},
+    {"buffered", (getter)Scanner_get_buffered, NULL, "bytes held for an incomplete frame", NULL},
+    {"journal_size", (getter)Scanner_get_journal_size, NULL, "bytes of the journal", NULL},
+    {"journal_state", (getter)Scanner_get_journal_state, NULL, "0 open, 1 clipped, 2 stopped", NULL},
+    {"retained", (getter)Scanner_get_retained, NULL, "bytes of memory the scanner's buffers hold", NULL},
+    {"hold", (getter)Scanner_get_hold, (setter)Scanner_set_hold, "non-heartbeat blocks (list) or None", NULL},
+    {NULL},
+};
+
+static PyMemberDef Scanner_members[] = {
+    {"discarded", T_PYSSIZET, offsetof(Scanner, discarded), READONLY, "bytes of an unterminated final event"},
+    {"max_frame_bytes", T_PYSSIZET, offsetof(Scanner, max_frame), READONLY, "the frame bound"},
+    {NULL},
+};
+
+static PyMethodDef Scanner_methods[] = {
+    {"feed", (PyCFunction)Scanner_feed, METH_O, "feed(chunk) -> kinds of the frames it completed"},
+    {"feed_blocks", (PyCFunction)Scanner_feed_blocks, METH_O, "feed_blocks(chunk) -> the blocks it completed"},
+    {"admit", (PyCFunction)Scanner_admit, METH_O, "admit(chunk) -> frames, or -1 (nothing changed)"},
+    {"close", (PyCFunction)(void (*)(void))Scanner_close, METH_VARARGS | METH_KEYWORDS, "close(*, complete_lines=False) -> kinds"},
+    {"close_blocks", (PyCFunction)(void (*)(void))Scanner_close_blocks, METH_VARARGS | METH_KEYWORDS,
+     "close_blocks(*, complete_lines=False) -> blocks"},
+    {"pending", (PyCFunction)Scanner_pending, METH_NOARGS, "the block in progress, to replay"},
+    {"journal", (PyCFunction)Scanner_journal, METH_NOARGS, "the journal (bytes)"},
+    {"retract", (PyCFunction)Scanner_retract, METH_NOARGS, "undo the last read's journal records"},
+    {NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "otel_liveness.core._bulk.Scanner",
+    .tp_doc = "The bulk SSE scanner and head classifier (C); see otel_liveness.core.bulk.PyScanner.",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_itemsize = 0,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scanner_init,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_traverse = (traverseproc)Scanner_traverse,
+    .tp_clear = (inquiry)Scanner_clear,
+    .tp_methods = Scanner_methods,
+    .tp_members = Scanner_members,
+    .tp_getset = Scanner_getset,
+};
+
+static struct PyModuleDef bulkmodule = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "otel_liveness.core._bulk",
+    .m_doc = "The bulk SSE scanner in C (see otel_liveness.core.bulk).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__bulk(void)
+{
+    if (PyType_Ready(&ScannerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&bulkmodule);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&ScannerType);
+    if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        Py_DECREF(&ScannerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

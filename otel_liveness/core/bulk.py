@@ -1,0 +1,370 @@
+"""The bulk path: SSE scanning and head classification of whole reads, in one call per read.
+
+A read that carries many events (a fast model, TCP coalescing, a buffering proxy, a client
+slower than its server) is scanned for frame boundaries and each frame classified by its head --
+the profile's :attr:`~.providers.ProviderProfile.fast` prefixes -- without building a frame
+object or decoding JSON; only a frame no prefix matches (the fact-bearing ones: ``message_start``,
+``message_delta``, errors) goes to the profile's Python classifier. :class:`PyScanner` here is the
+reference implementation; ``_bulk.c`` is the same class in C (``NATIVE`` says which is in use),
+kept equal to this one by ``tests/test_bulk.py``. ``OTEL_LIVENESS_PURE=1`` selects the reference
+(and the reference steady lane) whatever is built.
+
+The scanner keeps the :class:`~.sse.SSEScanner` guarantees (it *is* one, plus classification):
+every split of the same bytes into reads yields the same frames; LF, CR and CRLF line ends; the
+UTF-8 BOM at the stream start; comment lines at the head of a block are heartbeat frames the
+moment their line ends; a line or frame longer than ``max_frame_bytes`` raises
+:class:`~.errors.FrameTooLarge`.
+
+Two records ride along, so that a stream keeps what a truncation needs rather than the reply:
+
+* the **journal** (Anthropic wires, ``journal_max >= 0``): the content events, compactly.
+  ``content_block_delta`` frames of the API's canonical shape (``{"type":"content_block_delta",
+  "index":N,"delta":{"type":"text_delta","text":"..."}}`` and the thinking, signature and
+  input-JSON variants) are recorded as *runs*: consecutive deltas of one block and field share a
+  record ``code:1 index:4 length:4`` followed by each delta's JSON string body as it came on the
+  wire, after its varint length -- a byte or two a delta beyond its text. Every other content or
+  preamble frame's block is recorded as ``R length:4 block`` (without comment lines at its
+  head). Nothing is decoded here: :func:`~.anthropic.replay_journal` does that when a truncation
+  is raised. It stops at the first error frame and is *clipped* (stops growing) past
+  ``journal_max`` bytes. :meth:`retract` forgets what the last read added (a read that was not
+  released after all).
+* the **hold** (a list, while the attempt holds before content): each block that is not a
+  heartbeat (without comment lines at its head), with its blank line -- what the engine replays
+  instead of held heartbeats.
+
+:meth:`admit` is the steady lane's entry: it consumes a read only if every frame the read
+completes (at least one) has a semantic fast prefix, and otherwise changes nothing.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import re
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .errors import FrameTooLarge
+from .sse import SSEScanner, whole_frame
+
+__all__ = ["JOURNAL_CLIPPED", "JOURNAL_OPEN", "JOURNAL_STOPPED", "NATIVE", "PURE", "PyScanner", "Scanner",
+           "canonical_delta"]
+
+JOURNAL_OPEN = 0
+JOURNAL_CLIPPED = 1
+JOURNAL_STOPPED = 2
+
+#: ``OTEL_LIVENESS_PURE=1``: use the pure-Python bulk scanner and steady lane even where the C
+#: ones are built (what an install without a compiler runs; ``make test-pure``).
+PURE = os.environ.get("OTEL_LIVENESS_PURE", "").strip().lower() in ("1", "true", "yes", "on")
+
+#: A ``content_block_delta`` block of the API's canonical shape: index (no leading zero, at most 9
+#: digits), type and field, and the JSON string body as on the wire (no unescaped quote, no LF,
+#: every backslash followed by a byte). ``_bulk.c`` recognises exactly these.
+_DELTA = re.compile(
+    rb'event: content_block_delta\ndata: \{"type":"content_block_delta","index":(0|[1-9][0-9]{0,8}),"delta":\{"type":"'
+    rb'(text_delta","text|thinking_delta","thinking|signature_delta","signature|input_json_delta","partial_json)'
+    rb'":"((?:[^"\\\n]|\\[^\n])*)"\}\}'
+)
+_CODES = {
+    b'text_delta","text': b"t",
+    b'thinking_delta","thinking': b"k",
+    b'signature_delta","signature': b"s",
+    b'input_json_delta","partial_json': b"j",
+}
+_LENGTH_BYTES = [bytes((n,)) for n in range(128)]  # the one-byte varints
+
+
+def canonical_delta(block: bytes) -> tuple[bytes, int, bytes] | None:
+    """``(code, index, body)`` of a ``content_block_delta`` block of the API's canonical shape
+    (``event: content_block_delta`` + ``data: {"type":"content_block_delta","index":N,"delta":
+    {"type":"text_delta","text":"..."}}``, or the thinking, signature or input-JSON variant), else
+    ``None``. ``body`` is the string as on the wire."""
+    match = _DELTA.fullmatch(block)
+    if match is None:
+        return None
+    return _CODES[match[2]], int(match[1]), match[3]
+
+
+_U32 = struct.Struct("<I")
+_DELTA_HEAD = struct.Struct("<cII")
+
+
+def _varint(n: int) -> bytes:
+    """LEB128: 7 bits a byte, low first, the high bit set on all but the last."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+class PyScanner:
+    """The bulk scanner (reference implementation; ``_bulk.Scanner`` is the same in C).
+
+    ``fast`` is the profile's fast table as ``(prefix, kind)`` pairs (the first match wins),
+    ``slow(block)`` the kinds of a block no prefix matches, ``comment`` the kind of a comment
+    line, ``roles`` the ``(heartbeat, preamble, semantic, error)`` kinds, ``journal_max`` the
+    journal's bound (``-1``: no journal), ``prefix`` how many leading bytes the fast table keys.
+    """
+
+    __slots__ = ("_colon_keys", "_comment", "_cut", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run", "_run_code",
+                 "_run_head", "_run_index", "_run_size", "_scanner", "_slow", "hold", "journal_max", "journal_state")
+
+    def __init__(
+        self,
+        max_frame_bytes: int,
+        fast: Iterable[tuple[bytes, Any]],
+        slow: Callable[[bytes], list[Any]],
+        comment: Any,
+        roles: tuple[Any, Any, Any, Any],
+        journal_max: int = -1,
+        prefix: int = 27,
+    ) -> None:
+        self._scanner = SSEScanner(max_frame_bytes)
+        table: dict[bytes, Any] = {}
+        for key, kind in fast:
+            table.setdefault(key, kind)
+        self._fast = table
+        self._slow = slow
+        self._comment = comment
+        self._roles = roles
+        self._prefix = prefix
+        self._cut = operator.itemgetter(slice(0, prefix))
+        self._colon_keys = any(key[:1] == b":" for key in table)  # a fast block could start with a comment
+        self.journal_max = journal_max
+        self.journal_state = JOURNAL_OPEN
+        self._journal = bytearray()
+        self._run = -1  # offset of the journal's last record if it is a run; its code, index and size:
+        self._run_code = b""
+        self._run_index = -1
+        self._run_size = 0  # written into the record's header when the journal is looked at
+        self._run_head = b""  # the open run's delta head, up to the string body
+        self._mark: tuple[int, int, int, bytes, int, int, bytes] = (0, JOURNAL_OPEN, -1, b"", -1, 0, b"")
+        self.hold: list[bytes] | None = None
+
+    # -- the SSEScanner view ------------------------------------------------------------------
+
+    @property
+    def max_frame_bytes(self) -> int:
+        return self._scanner.max_frame_bytes
+
+    @property
+    def idle(self) -> bool:
+        return self._scanner.idle
+
+    @property
+    def buffered(self) -> int:
+        return self._scanner.buffered
+
+    @property
+    def discarded(self) -> int:
+        return self._scanner.discarded
+
+    def feed_blocks(self, chunk: bytes) -> list[bytes]:
+        return self._scanner.feed_blocks(bytes(chunk))
+
+    def close_blocks(self, *, complete_lines: bool = False) -> list[bytes]:
+        return self._scanner.close_blocks(complete_lines=complete_lines)
+
+    # -- kinds --------------------------------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """Consume ``chunk``; the kinds of the frames it completed, in order."""
+        self._set_mark()
+        return self._classify(self._scanner.feed_blocks(bytes(chunk)))
+
+    def close(self, *, complete_lines: bool = False) -> list[Any]:
+        """End of stream (see :meth:`~.sse.SSEScanner.close_blocks`)."""
+        self._set_mark()
+        return self._classify(self._scanner.close_blocks(complete_lines=complete_lines))
+
+    def admit(self, chunk: Any) -> int:
+        """The steady lane's read: consumed (the number of frames) only if it completes at least
+        one frame and all of them have a semantic fast prefix; otherwise ``-1``, nothing changed."""
+        scanner = self._scanner
+        if type(chunk) is not bytes or not chunk or not scanner._started or scanner._pending_cr or 13 in chunk:
+            return -1
+        semantic = self._roles[2]
+        fast = self._fast
+        prefix = self._prefix
+        head = self._run_head
+        if (head and not scanner._parts and self.hold is None and self.journal_state == JOURNAL_OPEN
+                and chunk.startswith(head) and chunk.endswith(b'"}}\n\n') and len(chunk) <= scanner.max_frame_bytes
+                and fast.get(chunk[:prefix]) is semantic):
+            # One more delta of the open run, alone in its read (the steady lane's usual read): its
+            # body has no quote, backslash or LF, so the read is exactly one frame.
+            body = chunk[len(head) : -5]
+            if len(chunk) >= len(head) + 5 and b'"' not in body and b"\\" not in body and b"\n" not in body:
+                self._set_mark()
+                n = len(body)
+                fragment = (_LENGTH_BYTES[n] if n < 128 else _varint(n)) + body
+                if len(self._journal) + len(fragment) > self.journal_max:
+                    self.journal_state = JOURNAL_CLIPPED
+                else:
+                    self._journal += fragment
+                    self._run_size += len(fragment)
+                return 1
+        if not scanner._parts and whole_frame(chunk, scanner.max_frame_bytes) and fast.get(chunk[:prefix]) is semantic:
+            blocks = [chunk[:-2]]  # an idle scanner stays idle: no state to change
+        else:
+            saved = (list(scanner._parts), scanner._pending)
+            try:
+                blocks = scanner.feed_blocks(chunk)
+            except FrameTooLarge:
+                blocks = []
+            if not blocks or any(fast.get(block[:prefix]) is not semantic for block in blocks):
+                scanner._parts, scanner._pending = saved
+                return -1
+        self._set_mark()
+        self._classify(blocks)  # all semantic by their heads: the journal (and the hold) take them
+        return len(blocks)
+
+    def _classify(self, blocks: list[bytes]) -> list[Any]:
+        if not blocks:
+            return []
+        kinds = list(map(self._fast.get, map(self._cut, blocks)))  # a C-level loop: no Python frame per block
+        heartbeat, preamble, semantic, error = self._roles
+        journaling = self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN
+        keeping = self.hold is not None
+        if None not in kinds and not keeping and error not in kinds and not self._colon_keys:
+            # every block by its head, none a comment (the common case): the content in one batch
+            if journaling:
+                self._journal_blocks([b for b, k in zip(blocks, kinds, strict=True) if k is semantic or k is preamble])
+            return kinds
+        out: list[Any] = []
+        content: list[bytes] = []  # blocks for the journal, in order
+        for block, kind in zip(blocks, kinds, strict=True):
+            if kind is not None:
+                block_kinds: Sequence[Any] = (kind,)
+                out.append(kind)
+            elif block[:1] == b":" and all(line[:1] == b":" for line in block.split(b"\n")):
+                block_kinds = [self._comment] * (block.count(b"\n") + 1)
+                out += block_kinds
+            else:
+                block_kinds = list(self._slow(block))
+                out += block_kinds
+            if not (journaling or keeping) or (not keeping and heartbeat in block_kinds and len(block_kinds) == 1):
+                continue
+            # comment lines at the head of a block are heartbeats of their own: neither keeps them
+            while block[:1] == b":":
+                nl = block.find(b"\n")
+                block = block[nl + 1 :] if nl >= 0 else b""
+            if not block:
+                continue
+            if journaling:
+                if error in block_kinds:
+                    self._journal_blocks(content)
+                    content = []
+                    if self.journal_state == JOURNAL_OPEN:
+                        self.journal_state = JOURNAL_STOPPED
+                    journaling = False
+                elif semantic in block_kinds or preamble in block_kinds:
+                    content.append(block)
+            if keeping and len(block_kinds) != block_kinds.count(heartbeat):
+                self.hold.append(block + b"\n\n")  # type: ignore[union-attr]
+        if content:
+            self._journal_blocks(content)
+        return out
+
+    def _journal_blocks(self, blocks: list[bytes]) -> None:
+        """Record content blocks (the journal open): canonical deltas into runs, the rest as blocks."""
+        journal = self._journal
+        limit = self.journal_max
+        for block in blocks:
+            # The next delta of the open run has the run's head (up to the string body) and a body
+            # without quote, backslash or LF: what the pattern below would match, found cheaply.
+            head = self._run_head
+            if head and block.startswith(head) and block.endswith(b'"}}') and len(block) >= len(head) + 3:
+                body = block[len(head) : -3]
+                if b'"' not in body and b"\\" not in body and b"\n" not in body:
+                    n = len(body)
+                    fragment = (_LENGTH_BYTES[n] if n < 128 else _varint(n)) + body
+                    if len(journal) + len(fragment) > limit:
+                        self.journal_state = JOURNAL_CLIPPED
+                        return
+                    journal += fragment
+                    self._run_size += len(fragment)
+                    continue
+            match = _DELTA.fullmatch(block)
+            if match is None:
+                self._sync_run()
+                self._run = -1
+                self._run_head = b""
+                record = b"R" + _U32.pack(len(block)) + block
+            else:
+                body = match[3]
+                n = len(body)
+                fragment = (_LENGTH_BYTES[n] if n < 128 else _varint(n)) + body
+                code, index = _CODES[match[2]], int(match[1])
+                if self._run >= 0 and code == self._run_code and index == self._run_index:
+                    if len(journal) + len(fragment) > limit:
+                        self.journal_state = JOURNAL_CLIPPED
+                        return
+                    journal += fragment
+                    self._run_size += len(fragment)
+                    continue
+                record = _DELTA_HEAD.pack(code, index, len(fragment)) + fragment
+                if len(journal) + len(record) > limit:
+                    self.journal_state = JOURNAL_CLIPPED  # the run open before stays the last record
+                    return
+                self._sync_run()
+                self._run, self._run_code, self._run_index, self._run_size = len(journal), code, index, len(fragment)
+                self._run_head = block[: match.start(3)]
+                journal += record
+                continue
+            if len(journal) + len(record) > limit:
+                self.journal_state = JOURNAL_CLIPPED
+                return
+            journal += record
+
+    def _sync_run(self) -> None:
+        """Write the open run's size into its record's header."""
+        if self._run >= 0:
+            _U32.pack_into(self._journal, self._run + 5, self._run_size)
+
+    def _set_mark(self) -> None:
+        self._mark = (len(self._journal), self.journal_state, self._run, self._run_code, self._run_index, self._run_size,
+                      self._run_head)
+
+    # -- what a truncation and the hold need --------------------------------------------------
+
+    def pending(self) -> bytes:
+        """The block in progress as bytes to replay (a CR held back at a read's end included)."""
+        scanner = self._scanner
+        return b"".join(scanner._parts) + (b"\r" if scanner._pending_cr else b"")
+
+    def journal(self) -> bytes:
+        self._sync_run()
+        return bytes(self._journal)
+
+    @property
+    def journal_size(self) -> int:
+        return len(self._journal)
+
+    def retract(self) -> None:
+        """The last read was not released after all: forget what it added to the journal."""
+        size, state, self._run, self._run_code, self._run_index, self._run_size, self._run_head = self._mark
+        del self._journal[size:]
+        self.journal_state = state
+
+    @property
+    def retained(self) -> int:
+        """Bytes this scanner holds on to (the block in progress and the journal)."""
+        return self._scanner.buffered + len(self._journal)
+
+
+Scanner: type[PyScanner]
+NATIVE = False
+if PURE:
+    Scanner = PyScanner
+else:
+    try:
+        from ._bulk import Scanner as _NativeScanner
+
+        Scanner = _NativeScanner  # type: ignore[assignment]  # the same interface (_bulk.pyi), in C
+        NATIVE = True
+    except ImportError:  # no compiler at install time: the reference implementation
+        Scanner = PyScanner

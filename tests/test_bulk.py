@@ -1,0 +1,390 @@
+"""The bulk scanner: the C class equals the Python reference, the reference equals the SSE
+scanner + classifier it replaces, every split of a stream into reads gives the same frames, and
+the content journal replays into exactly the partial message the released bytes decode to."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_liveness.core import bulk
+from otel_liveness.core.anthropic import decode_partial, replay_journal
+from otel_liveness.core.bulk import JOURNAL_CLIPPED, JOURNAL_OPEN, JOURNAL_STOPPED, PyScanner
+from otel_liveness.core.errors import FrameTooLarge
+from otel_liveness.core.framing import _ROLES, SSEFramer, _comment_kind
+from otel_liveness.core.outcome import FrameKind
+from otel_liveness.core.providers import PREFIX, StreamFacts, profile_for
+from otel_liveness.core.sse import SSEScanner
+
+H, P, S, E, X, U = (FrameKind.HEARTBEAT, FrameKind.PREAMBLE, FrameKind.SEMANTIC, FrameKind.END, FrameKind.ERROR,
+                    FrameKind.UNKNOWN)
+
+
+def test_native_bulk_is_built() -> None:
+    # `make install` compiles the C scanner; a silent fallback would leave the fast path untested.
+    if bulk.PURE or os.environ.get("OTEL_LIVENESS_ALLOW_PURE_LANE"):
+        pytest.skip("pure-Python scanner selected or allowed")
+    assert bulk.NATIVE and bulk.Scanner is not PyScanner
+
+
+def make(cls: Any, profile: str = "anthropic", max_frame: int = 1 << 20, journal: int = 1 << 20) -> tuple[Any, StreamFacts]:
+    p = profile_for(profile)
+    facts = StreamFacts()
+    slow = functools.partial(p.classify_block, facts=facts)
+    return cls(max_frame, tuple(p.fast.items()), slow, _comment_kind(p), _ROLES, journal, PREFIX), facts
+
+
+def delta(text: Any, index: int = 0, kind: str = "text_delta", field: str = "text") -> bytes:
+    body = json.dumps({"type": "content_block_delta", "index": index, "delta": {"type": kind, field: text}},
+                      separators=(",", ":"))
+    return b"event: content_block_delta\ndata: " + body.encode() + b"\n\n"
+
+
+def event(name: str, payload: Any) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+
+
+START = event("message_start", {"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {
+    "input_tokens": 3, "output_tokens": 1}}})
+TEXT0 = event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text",
+                                                                                                    "text": ""}})
+TOOL1 = event("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
+    "type": "tool_use", "id": "tu_1", "name": "f", "input": {}}})
+THINK2 = event("content_block_start", {"type": "content_block_start", "index": 2, "content_block": {
+    "type": "thinking", "thinking": "", "signature": ""}})
+STOP0 = event("content_block_stop", {"type": "content_block_stop", "index": 0})
+STOP1 = event("content_block_stop", {"type": "content_block_stop", "index": 1})
+MDELTA = event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}})
+MSTOP = event("message_stop", {"type": "message_stop"})
+PING = b'event: ping\ndata: {"type": "ping"}\n\n'
+ERROR = event("error", {"type": "error", "error": {"type": "overloaded_error", "message": "x"}})
+
+RAW_DELTA = (b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta",'
+             b'"text":@}}\n\n')
+TEXTS = ["a", "", "h\u00e9llo \u4e16\u754c", 'say "hi"', "back\\slash", "line\nbreak\ttab", "\U0001f600", "\x00\x1f",
+         "\ud83d", "\ude00", "end\\"]
+PIECES = [
+    *(delta(t) for t in TEXTS),
+    *(delta(t, 1, "input_json_delta", "partial_json") for t in ('{"a":', "1}", '"q\\"')),
+    delta("hm", 2, "thinking_delta", "thinking"), delta("sig", 2, "signature_delta", "signature"),
+    delta("x", 7),  # no such block
+    delta("x", 0, "text_delta", "thinking"),  # a type and field that do not go together
+    delta("c", 0, "citations_delta", "citation"),
+    *(RAW_DELTA.replace(b"@", body) for body in (
+        b'"a","x":"b', b'"a\\"', b'"\\q"', b'"\xff"', b'"two\ndata: lines"')),
+    RAW_DELTA.replace(b'"index":0', b'"index":00').replace(b"@", b'"z"'),
+    RAW_DELTA.replace(b"data: ", b"data:").replace(b"@", b'"ns"'),
+    b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", '
+    b'"text": "sp"}}\n\n',
+    START, TEXT0, TOOL1, THINK2, STOP0, STOP1, MDELTA, MSTOP, PING, ERROR,
+    b": comment\n", b":\n", b": a\n: b\n\n", b": head\n" + STOP0, b"id: 7\n\n", b"retry: 10\n\n", b"event: weird\n\n",
+    b"\n", b"\n\n\n", b"data: [DONE]\n\n", b"garbage without end",
+]
+_stream_parts = st.lists(st.sampled_from(PIECES), min_size=1, max_size=24)
+_line_ends = st.sampled_from(["lf", "crlf", "cr", "mixed"])
+
+
+def with_line_ends(data: bytes, mode: str, seed: int) -> bytes:
+    if mode == "lf":
+        return data
+    if mode == "crlf":
+        return data.replace(b"\n", b"\r\n")
+    if mode == "cr":
+        return data.replace(b"\n", b"\r")
+    out = bytearray()
+    for i, b in enumerate(data):
+        if b == 10:
+            out += (b"\n", b"\r\n", b"\r")[(i * 7 + seed) % 3]
+        else:
+            out.append(b)
+    return bytes(out)
+
+
+def split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    out, last = [], 0
+    for p in [*points, len(data)]:
+        out.append(data[last:p])
+        last = p
+    return out
+
+
+@st.composite
+def streams(draw: Any) -> tuple[bytes, list[bytes]]:
+    data = b"".join(draw(_stream_parts))
+    if draw(st.booleans()):
+        data = with_line_ends(data, draw(_line_ends), draw(st.integers(0, 2)))
+    if draw(st.integers(0, 4)) == 0:
+        data = b"\xef\xbb\xbf" + data
+    cuts = draw(st.lists(st.integers(0, 1 << 16), max_size=12))
+    return data, split(data, cuts)
+
+
+def state(s: Any) -> tuple[Any, ...]:
+    return (s.idle, s.buffered, s.discarded, s.journal(), s.journal_state, s.journal_size, s.pending(),
+            None if s.hold is None else list(s.hold))
+
+
+def outcome(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return ("ok", fn(*args, **kwargs))
+    except FrameTooLarge as exc:
+        return ("too large", exc.size, exc.limit)
+
+
+_ops = st.lists(st.one_of(
+    st.tuples(st.just("feed"), st.integers(0, 1 << 16)),
+    st.tuples(st.just("blocks"), st.integers(0, 1 << 16)),
+    st.tuples(st.just("admit"), st.integers(0, 1 << 16)),
+    st.tuples(st.just("hold"), st.booleans()),
+    st.tuples(st.just("retract")),
+    st.tuples(st.just("close"), st.booleans()),
+), max_size=30)
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@settings(max_examples=500, deadline=None)
+@given(stream=streams(), ops=_ops, max_frame=st.sampled_from([40, 120, 400, 1 << 20]),
+       journal=st.sampled_from([-1, 0, 300, 1 << 20]), profile=st.sampled_from(["anthropic", "openai-chat", "sse"]))
+def test_c_scanner_equals_the_reference(stream: tuple[bytes, list[bytes]], ops: list[tuple[Any, ...]], max_frame: int,
+                                       journal: int, profile: str) -> None:
+    data, _ = stream
+    c, c_facts = make(bulk.Scanner, profile, max_frame, journal)
+    py, py_facts = make(PyScanner, profile, max_frame, journal)
+    pos = 0
+    for op in ops:
+        if op[0] in ("feed", "blocks", "admit"):
+            take = op[1] % 97
+            chunk, pos = data[pos : pos + take], pos + take
+            method = {"feed": "feed", "blocks": "feed_blocks", "admit": "admit"}[op[0]]
+            got_c, got_py = outcome(getattr(c, method), chunk), outcome(getattr(py, method), chunk)
+            assert got_c == got_py, (op, chunk)
+            if got_c[0] != "ok":
+                return  # the engine ends the attempt at a FrameTooLarge: no state after it matters
+        elif op[0] == "hold":
+            c.hold = [] if op[1] else None
+            py.hold = [] if op[1] else None
+        elif op[0] == "retract":
+            c.retract()
+            py.retract()
+        else:
+            got_c, got_py = outcome(c.close, complete_lines=op[1]), outcome(py.close, complete_lines=op[1])
+            assert got_c == got_py
+            if got_c[0] != "ok":
+                return
+        assert state(c) == state(py), op
+        assert c_facts.to_dict() == py_facts.to_dict()
+
+
+@settings(max_examples=300, deadline=None)
+@given(stream=streams(), profile=st.sampled_from(["anthropic", "openai-chat", "openai-responses", "gemini", "sse"]))
+def test_kinds_are_the_sse_scanner_and_classifier_for_every_split(stream: tuple[bytes, list[bytes]], profile: str) -> None:
+    data, chunks = stream
+    p = profile_for(profile)
+    expected_facts = StreamFacts()
+    reference = SSEScanner(1 << 20)
+    expected = [k for chunk in chunks for k in p.classify_blocks(reference.feed_blocks(chunk), expected_facts)]
+    expected += p.classify_blocks(reference.close_blocks(complete_lines=True), expected_facts)
+    whole = None
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, facts = make(cls, profile)
+        kinds = [k for chunk in chunks for k in scanner.feed(chunk)] + scanner.close(complete_lines=True)
+        assert kinds == expected
+        assert facts.to_dict() == expected_facts.to_dict()
+        assert scanner.discarded == reference.discarded
+        one, _ = make(cls, profile)  # the same bytes in one read: the same frames
+        whole = one.feed(data) + one.close(complete_lines=True)
+        assert whole == kinds
+
+
+@settings(max_examples=300, deadline=None)
+@given(stream=streams(), cut=st.integers(0, 1 << 16), impl=st.sampled_from(["native", "python"]))
+def test_the_journal_replays_to_the_partial_of_the_released_bytes(stream: tuple[bytes, list[bytes]], cut: int,
+                                                                  impl: str) -> None:
+    # Truncated anywhere: the partial decoded from the journal is the partial the bytes decode to.
+    _, chunks = stream
+    cls = bulk.Scanner if impl == "native" else PyScanner
+    scanner, _ = make(cls)
+    released = b""
+    stop = cut % (len(chunks) + 1)
+    for chunk in chunks[:stop]:
+        kinds = scanner.feed(chunk)
+        if X in kinds:
+            break  # an error frame ends the attempt (its bytes and what follows are not released)
+        released += chunk
+    else:
+        scanner.close()  # as SSEFramer.partial does: the attempt is over
+    if scanner.journal_state == JOURNAL_STOPPED:
+        return
+    assert scanner.journal_state == JOURNAL_OPEN
+    assert replay_journal(scanner.journal()) == decode_partial(released)
+
+
+def test_the_journal_is_compact_and_keeps_the_wire_escapes() -> None:
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, _ = make(cls)
+        assert scanner.feed(START + TEXT0 + delta("hi") + delta('a"b') + PING) == [P, S, S, S, H]
+        journal = scanner.journal()
+        # one run for block 0's text: code, index, length, then each body after its varint length
+        assert journal.endswith(b"t\x00\x00\x00\x00\x08\x00\x00\x00\x02hi\x04a\\\"b")
+        assert journal.startswith(b"R") and len(journal) == (5 + len(START) - 2) + (5 + len(TEXT0) - 2) + 9 + 3 + 5
+        assert replay_journal(journal)["content"] == [{"type": "text", "text": 'hia"b', "complete": False}]
+
+
+def test_the_journal_stops_at_an_error_and_is_clipped_at_its_bound() -> None:
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, _ = make(cls)
+        scanner.feed(START + TEXT0 + delta("a") + ERROR + delta("b"))
+        assert scanner.journal_state == JOURNAL_STOPPED
+        assert replay_journal(scanner.journal())["content"][0]["text"] == "a"
+        small, _ = make(cls, journal=(5 + len(START) - 2) + (5 + len(TEXT0) - 2) + 9 + 1 + 10)  # room for one delta
+        small.feed(START + TEXT0 + delta("0123456789") + delta("more") + STOP0)
+        assert small.journal_state == JOURNAL_CLIPPED
+        partial = replay_journal(small.journal(), clipped=True)
+        assert partial["clipped"] and partial["content"] == [{"type": "text", "text": "0123456789", "complete": False}]
+
+
+def test_retract_forgets_the_last_read() -> None:
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, _ = make(cls)
+        scanner.feed(START + TEXT0 + delta("kept"))
+        before = scanner.journal()
+        scanner.feed(delta(" not released") + STOP0)
+        scanner.retract()
+        assert scanner.journal() == before
+
+
+def test_other_wires_keep_no_journal() -> None:
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, _ = make(cls, "openai-chat", journal=-1)
+        scanner.feed(b'data: {"id":"c","choices":[{"delta":{"content":"hi"}}]}\n\n')
+        assert scanner.journal() == b"" and scanner.journal_size == 0
+
+
+def test_admit_consumes_only_reads_of_semantic_frames() -> None:
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, _ = make(cls)
+        assert scanner.feed(START + TEXT0) == [P, S]
+        run = delta("a") * 3
+        assert scanner.admit(run) == 3
+        assert scanner.admit(run + run[:10]) == 3 and scanner.buffered == 10  # a frame in progress stays pending
+        assert scanner.admit(run[10:] + run) == 6 and scanner.idle
+        for declined in (PING, delta("a") + PING, MDELTA, run.replace(b"\n", b"\r\n"), run[:20], b"", b": c\n",
+                         bytearray(run)):
+            before = state(scanner)
+            assert scanner.admit(declined) == -1
+            assert state(scanner) == before
+        assert replay_journal(scanner.journal())["content"][0]["text"] == "a" * 12
+
+
+def test_admit_declines_past_the_frame_bound() -> None:
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, _ = make(cls, max_frame=60)
+        scanner.feed(b"\n")  # past the stream head
+        big = delta("x" * 100)
+        assert scanner.admit(big) == -1 and scanner.idle
+        with pytest.raises(FrameTooLarge):
+            scanner.feed(big)
+
+
+def test_hold_keeps_the_frames_that_are_not_heartbeats() -> None:
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, _ = make(cls)
+        scanner.hold = []
+        scanner.feed(b": flood\n" * 5 + PING + START + b": x\n" + PING + b"event: message_st")
+        assert scanner.hold == [START]
+        assert scanner.pending() == b"event: message_st"
+        scanner.feed(b"art\r")
+        assert scanner.pending() == b"event: message_start\r"
+
+
+def test_comment_lines_are_heartbeats_the_moment_they_end() -> None:
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, _ = make(cls)
+        assert scanner.feed(b": OPENROUTER") == []
+        assert scanner.feed(b" PROCESSING\n: and") == [H]
+        assert scanner.feed(b" more\n\n" + b":\n" * 1000) == [H] + [H] * 1000
+        assert scanner.idle
+
+
+def test_framer_partial_covers_the_whole_reply_not_only_the_prefix() -> None:
+    framer = SSEFramer(profile_for("anthropic"), 1 << 20)
+    body = START + TEXT0 + b"".join(delta(f"w{i} ") for i in range(5000))
+    for i in range(0, len(body), 700):
+        framer.feed(body[i : i + 700])
+    partial = framer.partial(body[:100])  # the raw head a truncation carries is not what it decodes
+    assert partial == decode_partial(body)
+    assert partial["content"][0]["text"] == "".join(f"w{i} " for i in range(5000))
+    assert framer.retained < len(body) // 2
+
+
+def test_pure_mode_selects_the_references(tmp_path: Any) -> None:
+    # OTEL_LIVENESS_PURE=1 (make test-pure) runs the pure-Python scanner and lane whatever is built.
+    import subprocess
+    import sys
+
+    code = ("from otel_liveness.core import bulk, lane, engine, framing; "
+            "print(bulk.PURE, bulk.NATIVE, lane.NATIVE, engine.Lane is lane.PyLane, framing.Scanner is bulk.PyScanner)")
+    env = {**os.environ, "OTEL_LIVENESS_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False", "False", "True", "True"]
+    from otel_liveness import Policy
+
+    assert Policy.from_env({"OTEL_LIVENESS_PURE": "1"}) == Policy()  # not a policy setting
+
+
+KINDS = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature",
+         "input_json_delta": "partial_json"}
+KINDS_CODE = {"text_delta": b"t", "thinking_delta": b"k", "signature_delta": b"s", "input_json_delta": b"j"}
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(max_size=12), index=st.integers(0, 2 * 10**9), kind=st.sampled_from(sorted(KINDS)),
+       cut=st.integers(0, 200), insert=st.binary(max_size=3))
+def test_canonical_deltas_are_recognised_alike(text: str, index: int, kind: str, cut: int, insert: bytes) -> None:
+    # A delta, and the same delta with a few bytes spliced in anywhere: both scanners journal it alike.
+    block = delta(text, index, kind, KINDS[kind])[:-2]
+    mutated = block[:cut] + insert + block[cut:]
+    for candidate in (block, mutated):
+        journals = []
+        for cls in (bulk.Scanner, PyScanner):
+            scanner, _ = make(cls)
+            scanner.feed(candidate.replace(b"\n\n", b"\n") + b"\n\n")
+            journals.append(scanner.journal())
+        assert journals[0] == journals[1]
+    assert bulk.canonical_delta(block) == (KINDS_CODE[kind], index, json.dumps(text)[1:-1].encode()) or index > 999_999_999
+
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@pytest.mark.parametrize("journal", [1 << 20, 200])
+@pytest.mark.parametrize("max_frame", [1 << 20, 190])
+def test_one_delta_a_read_is_admitted_alike(journal: int, max_frame: int) -> None:
+    # The steady lane's usual read -- one delta, alone -- has a shortcut in both implementations.
+    reads = [delta(t) for t in TEXTS] + [delta("x" * 200), delta("y", 1), delta("z"), delta("z", 0, "thinking_delta",
+                                                                                           "thinking")]
+    reads += [r.replace(b"\n\n", b"\n\n" + PING) for r in reads[:3]] + [delta("w")[:-1], b"\n", delta("v")]
+    got = []
+    for cls in (bulk.Scanner, PyScanner):
+        scanner, _ = make(cls, max_frame=max_frame, journal=journal)
+        scanner.feed(START + TEXT0)
+        answers = []
+        for chunk in reads:
+            answer = scanner.admit(chunk)
+            if answer < 0:
+                try:
+                    scanner.feed(chunk)
+                except FrameTooLarge:
+                    answers.append(("too large", scanner.journal()))
+                    break  # the attempt ends there
+            answers.append((answer, scanner.journal(), scanner.journal_state, scanner.buffered))
+        scanner.retract()
+        got.append((answers, scanner.journal()))
+    assert got[0] == got[1]

@@ -1,0 +1,231 @@
+"""What a stream keeps, driven through the engine with a fake clock (the steady lane taking reads
+as a driver lets it): a bounded raw head, the content journal and the frame in progress -- not
+the reply -- while a truncation still carries the exact released count and the whole reply's
+partial message. And what is held before content: past the verbatim bound, held heartbeats are
+not replayed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from otel_liveness import Policy
+from otel_liveness.core import errors as E
+from otel_liveness.core.anthropic import decode_partial
+from otel_liveness.core.commands import COMPLETE, READ, Fail, Release, Respond
+from otel_liveness.core.engine import HOLD_VERBATIM_BYTES, Engine
+from otel_liveness.core.request import RequestFacts
+from otel_liveness.core.sse import SSEScanner
+from otel_liveness.testing import steps as s
+from otel_liveness.testing.scripts import BEDROCK_HEADERS, PING, bedrock_reply, sse_event
+
+SSE = {"content-type": "text/event-stream"}
+POLICY = Policy(first_byte_timeout=None, semantic_notice_interval=None)
+START = sse_event("message_start", {"type": "message_start", "message": {"id": "msg_1", "model": "m"}})
+BLOCK = sse_event("content_block_start", {"type": "content_block_start", "index": 0,
+                                          "content_block": {"type": "text", "text": ""}})
+STOP = sse_event("content_block_stop", {"type": "content_block_stop", "index": 0})
+FINISH = sse_event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+END = sse_event("message_stop", {"type": "message_stop"})
+
+
+def delta(text: str) -> bytes:
+    return sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                             "delta": {"type": "text_delta", "text": text}})
+
+
+@dataclass
+class Played:
+    body: bytes
+    error: Fail | None
+    engine: Engine
+    peak_retained: int
+    lane_reads: int
+
+
+def play(chunks: Sequence[bytes], policy: Policy = POLICY, *, eof: bool = True, headers: dict[str, str] = SSE,
+         provider: str = "anthropic") -> Played:
+    """A driver: headers, then each chunk 10 ms apart (through the steady lane where it admits
+    the read, as the transport's drivers do), then EOF."""
+    engine = Engine(policy, RequestFacts(streaming=True, body_size=100), 0.0, provider=provider)
+    engine.start(0.0)
+    now = 0.01
+    command: Any = engine.headers(now, 200, headers)
+    assert command is READ
+    body = b""
+    peak = lane_reads = 0
+    responded = False
+
+    def settle(command: Any) -> Any:
+        nonlocal body, responded
+        while True:
+            if isinstance(command, Respond):
+                responded = True
+                body += command.first
+                command = command.then
+            elif isinstance(command, Release):
+                body += command.data
+                command = command.then
+            elif isinstance(command, bytes):
+                body += command
+                return READ
+            else:
+                return command
+
+    for chunk in chunks:
+        now += 0.01
+        if responded and engine.lane.step(chunk, now):
+            body += chunk
+            lane_reads += 1
+        else:
+            command = settle(engine.received(now, chunk))
+            if isinstance(command, Fail):
+                return Played(body, command, engine, peak, lane_reads)
+            assert command is READ or command is COMPLETE
+        assert engine.attempt is not None
+        peak = max(peak, engine.attempt.retained)
+    command = settle(engine.eof(now + 0.01)) if eof else COMPLETE
+    return Played(body, command if isinstance(command, Fail) else None, engine, peak, lane_reads)
+
+
+def reply(deltas: int, text: str = "tok{} ") -> bytes:
+    return START + BLOCK + b"".join(delta(text.format(i)) for i in range(deltas))
+
+
+def chop(data: bytes, sizes: Sequence[int]) -> list[bytes]:
+    """``data`` cut into reads of ``sizes`` bytes, cycling."""
+    out, pos, i = [], 0, 0
+    while pos < len(data):
+        size = sizes[i % len(sizes)]
+        out.append(data[pos : pos + size])
+        pos += size
+        i += 1
+    return out
+
+
+def test_a_long_reply_keeps_a_bounded_head_and_the_whole_partial() -> None:
+    # 3 MB of reply in reads of one frame, of 64 frames and of 64 KiB, then the body ends before
+    # the reply does: the truncation has the exact count, the raw head, and the whole content.
+    body = reply(30_000)
+    frame = len(delta("tok12345 "))
+    chunks = chop(body, [frame * 1] * 50 + [frame * 64] * 50 + [65536] * 10)
+    played = play(chunks)
+    error = played.error
+    assert error is not None and error.error is E.StreamTruncated and error.fields["cause"] == "eof"
+    assert played.body == body and error.fields["released"] == len(body)
+    assert error.fields["prefix"] == body[: POLICY.max_prefix_bytes]
+    assert error.fields["partial"] == decode_partial(body)
+    assert error.fields["partial"]["content"][0]["text"] == "".join(f"tok{i} " for i in range(30_000))
+    assert played.lane_reads > len(chunks) // 2  # most reads took the steady lane, many of them of many frames
+    # Retained: the head, the journal (the text and a few bytes a delta) and a frame in progress.
+    journal = played.engine.attempt.framer.scanner.journal_size  # type: ignore[union-attr,attr-defined]
+    assert journal < len(body) // 5
+    assert played.peak_retained <= POLICY.max_prefix_bytes + 2 * journal + 4 * 65536
+    assert played.peak_retained < len(body) // 4
+
+
+def test_retained_bytes_do_not_grow_with_the_reply_past_the_journal_bound() -> None:
+    policy = POLICY.replace(max_prefix_bytes=4096, max_partial_bytes=32 * 1024)
+    bound = policy.max_prefix_bytes + policy.max_partial_bytes
+    peaks = []
+    for deltas in (5_000, 40_000):
+        played = play(chop(reply(deltas), [8192]), policy)
+        assert played.error is not None and played.error.fields["released"] == len(played.body)
+        partial = played.error.fields["partial"]
+        assert partial["clipped"] and partial["content"][0]["complete"] is False
+        text = partial["content"][0]["text"]
+        assert text == "".join(f"tok{i} " for i in range(deltas))[: len(text)] and len(text) > 4000
+        peaks.append(played.peak_retained)
+    assert peaks[1] <= bound + 4 * 8192 and peaks[1] - peaks[0] < 8192
+
+
+def test_a_short_reply_is_all_in_the_prefix() -> None:
+    body = reply(20)
+    played = play(chop(body, [100]), POLICY)
+    assert played.error is not None and played.error.fields["prefix"] == body == played.body
+
+
+def test_an_encoded_read_with_an_error_is_not_in_the_partial() -> None:
+    # A compressed read that holds content and then an in-band error cannot be split: none of it
+    # is released, and so none of its content is in the partial message either.
+    import zlib
+
+    error = sse_event("error", {"type": "error", "error": {"type": "overloaded_error", "message": "x"}})
+    compressor = zlib.compressobj(wbits=31)
+
+    def gz(data: bytes) -> bytes:
+        return compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
+
+    chunks = [gz(START + BLOCK + delta("kept ")), gz(delta("lost ") + error)]
+    played = play(chunks, headers={**SSE, "content-encoding": "gzip"})
+    assert played.error is not None and played.error.error is E.StreamTruncated
+    assert played.error.fields["partial"]["content"][0]["text"] == "kept "
+
+
+def test_bedrock_partial_is_the_whole_reply_with_a_small_prefix() -> None:
+    steps = bedrock_reply("0123456789" * 300, deltas=300)
+    raws = [x.data for x in steps if isinstance(x, s.Raw)]
+    cut = raws[:-3]  # no stop: the body ends mid-reply
+    headers = {"content-type": BEDROCK_HEADERS.content_type}
+    played = play(cut, POLICY.replace(max_prefix_bytes=200), headers=headers, provider="bedrock")
+    assert played.error is not None and played.error.error is E.StreamTruncated
+    assert len(played.error.fields["prefix"]) == 200 and played.error.fields["released"] == len(b"".join(cut))
+    text = played.error.fields["partial"]["content"][0]["text"]
+    assert text == ("0123456789" * 300)[: len(text)] and len(text) >= 2900
+
+
+# -- held before content ------------------------------------------------------------------------
+
+
+def frames_of(data: bytes) -> list[Any]:
+    scanner = SSEScanner(1 << 30)
+    return [(f.event, f.data) for f in scanner.feed(data) + scanner.close()]
+
+
+def test_held_heartbeats_within_the_bound_are_replayed_as_they_came() -> None:
+    wire = START + PING * 10 + b": comment\n\n" * 20 + BLOCK + delta("a") + STOP + FINISH + END
+    played = play(chop(wire, [37]))
+    assert played.error is None and played.body == wire
+
+
+@pytest.mark.parametrize("line_end", [b"\n", b"\r\n"])
+@pytest.mark.parametrize("read", [2000, 16384, 777])
+def test_a_comment_flood_before_content_is_not_replayed(line_end: bytes, read: int) -> None:
+    # 100,000 comment lines (and some pings) before the content: the release at the first content
+    # is the frames that are not heartbeats, not the flood; every heartbeat is still counted.
+    flood = (b":" + line_end) * 50_000 + PING * 100 + (b": x" + line_end) * 50_000
+    wire = START + flood + BLOCK + delta("a") + STOP + FINISH + END
+    played = play(chop(wire, [read]))
+    assert played.error is None
+    released_first = played.body[: played.body.index(b"event: content_block_delta")]
+    assert len(released_first) < HOLD_VERBATIM_BYTES + len(START) + len(BLOCK) + read
+    expected = [f for f in frames_of(wire) if f[0] not in (":", "ping")]
+    assert [f for f in frames_of(played.body) if f[0] not in (":", "ping")] == expected
+    attempt = played.engine.published["attempts"][0]
+    assert attempt["heartbeats"] == 100_100 and attempt["outcome"] == "completed"
+
+
+def test_a_frame_in_progress_at_the_release_is_kept_whole() -> None:
+    # The read that carries the content starts inside a frame the held reads began.
+    flood = b":\n" * 20_000
+    wire = flood + START + BLOCK + delta("a") + END
+    cut = len(flood) + len(START) + 7  # inside content_block_start
+    played = play([wire[:10_000], wire[10_000:cut], wire[cut:]])
+    assert played.error is None
+    assert frames_of(played.body) == [f for f in frames_of(wire) if f[0] != ":"]
+
+
+def test_held_bytes_that_are_not_heartbeats_still_meet_the_bound() -> None:
+    # Frames that are not heartbeats are not dropped: their bytes before content stay bounded.
+    unknown = sse_event("mystery", {"x": "y" * 100})
+    played = play([START] + [unknown] * 1000, POLICY.replace(max_frame_bytes=50_000))
+    assert played.error is not None and played.error.error is E.MalformedStream
+
+
+def test_the_hold_is_dropped_at_the_first_content() -> None:
+    played = play([START, BLOCK, delta("a")], eof=False)
+    framer = played.engine.attempt.framer  # type: ignore[union-attr]
+    assert framer.replay() is None and framer.scanner.hold is None  # type: ignore[attr-defined]
