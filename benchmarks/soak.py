@@ -120,6 +120,7 @@ async def run_async(url: str, streams: int, waves: int, wrapped: bool, tel: Tele
     snapshots = []
     ok = 0
     cpu0, t0 = cpu(), time.monotonic()
+    fds_before = fds()
     async with httpx2.AsyncClient(transport=transport, timeout=120) as client:
         for wave in range(waves):
             ok += await async_wave(client, url, streams)
@@ -127,7 +128,8 @@ async def run_async(url: str, streams: int, waves: int, wrapped: bool, tel: Tele
                 label = "start" if wave == 0 else ("end" if wave == waves - 1 else "middle")
                 snapshots.append(snapshot(label, tel, tasks=len(asyncio.all_tasks())))
     return {"ok": ok, "streams": streams * waves, "seconds": time.monotonic() - t0, "cpu_s": cpu() - cpu0,
-            "snapshots": snapshots}
+            "snapshots": snapshots, "max_connections": limits.max_connections,
+            "fds_before": fds_before, "fds_after_close": fds()}
 
 
 def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Policy) -> dict[str, Any]:
@@ -136,6 +138,7 @@ def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Poli
     snapshots = []
     ok = 0
     cpu0, t0 = cpu(), time.monotonic()
+    fds_before = fds()
     with httpx2.Client(transport=transport, timeout=120) as client, ThreadPoolExecutor(threads) as pool:
         def one(_: int) -> int:
             with client.stream("POST", url, json=BODY) as response:
@@ -147,7 +150,8 @@ def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Poli
                 label = "start" if wave == 0 else ("end" if wave == waves - 1 else "middle")
                 snapshots.append(snapshot(label, tel))
     return {"ok": ok, "streams": threads * waves, "seconds": time.monotonic() - t0, "cpu_s": cpu() - cpu0,
-            "snapshots": snapshots}
+            "snapshots": snapshots, "max_connections": limits.max_connections,
+            "fds_before": fds_before, "fds_after_close": fds()}
 
 
 def soak(streams: int = 1000, waves: int = 6, threads: int = 200, thread_waves: int = 3,

@@ -282,19 +282,28 @@ def test_a_notice_that_cannot_be_delivered_does_not_spin_the_read(variant, provi
 @pytest.mark.parametrize("silence", ["pings", "total"])
 @pytest.mark.parametrize("committed", [False, True], ids=["before-content", "after-content"])
 def test_semantic_timeout_is_enforced_on_time(variant, provider, silence, committed) -> None:  # type: ignore[no-untyped-def]
-    # semantic_timeout 0.3 s, raw bound 3 s: a stream that keeps pinging (or is wholly silent)
-    # but sends no content fails on the semantic clock, when it falls due -- not at the raw bound.
+    # semantic_timeout 1 s, raw bound 10 s: a stream that keeps pinging (or is wholly silent) but
+    # sends no content fails on the semantic clock, when it falls due -- not at the raw bound.
+    # (1 s rather than less: the content before the silence must reach the client before the
+    # semantic clock runs out, also on a loaded machine.)
     reply = anthropic_reply("abcd", deltas=4)
-    gap = [s.Raw(b'event: ping\ndata: {"type": "ping"}\n\n'), s.Sleep(5.0)] * 30 if silence == "pings" else [s.Sleep(300.0)]
+    gap = [s.Raw(b'event: ping\ndata: {"type": "ping"}\n\n'), s.Sleep(5.0)] * 100 if silence == "pings" else [s.Sleep(1000.0)]
     head = reply[:4] if committed else reply[:1]  # a delta released, or only message_start
     url = provider.add("quiet", [[s.Headers(), *head, *gap, *reply[len(head):]]] * 3)
-    policy = FAST.replace(raw_idle_timeout=3.0, semantic_timeout=0.3, max_attempts=1)
+    policy = FAST.replace(raw_idle_timeout=10.0, semantic_timeout=1.0, max_attempts=1)
     started = time.monotonic()
     result = run(variant, policy, url + URL)
     elapsed = time.monotonic() - started
-    assert elapsed < 1.0, elapsed
+    assert elapsed < 5.0, elapsed  # half the raw bound
     if committed:
         assert isinstance(result.error, StreamTruncated) and result.error.cause == "semantic_timeout"
+        assert result.error.prefix == result.body and result.body.count(b"event: content_block_delta") == 2
     else:
         assert isinstance(result.error, ProviderError) and result.error.last_cause == "semantic_timeout"
+    verdicts = [e for e in result.events if isinstance(e, Verdict)]
+    assert [(v.kind.value, v.committed) for v in verdicts] == [("semantic_timeout", committed)]
+    # Judged when it fell due: one semantic bound after the last content (or the request), not later
+    # than the read's wake-up allows.
+    (attempt,) = [e.record for e in result.events if isinstance(e, otel_liveness.AttemptEnded)]
+    assert 1.0 <= attempt.semantic_idle < 1.0 + (elapsed - 1.0), (attempt.semantic_idle, elapsed)
     assert provider.attempts("quiet") == 1
