@@ -314,6 +314,59 @@ def test_caller_cancellation_ends_the_attempt_once() -> None:
     assert engine.published["stop_reason"] == "cancelled"
 
 
+def test_a_read_failing_after_the_caller_closed_is_not_the_providers_failure() -> None:
+    # Another thread closes the body under a blocked read: the read then fails. The request was
+    # already over (cancelled); the failure passes through as it came -- no truncation, no retry,
+    # and the report keeps its verdict.
+    for late in ("io_error", "timed_out"):
+        engine = Engine(POLICY, RequestFacts(streaming=True), 0.0, provider="anthropic")
+        engine.start(0.0)
+        engine.headers(0.1, 200, SSE)
+        assert isinstance(engine.received(0.2, START + BLOCK + delta("a")), Respond)
+        engine.closed(0.3)
+        exc = ConnectionResetError("closed under the read")
+        command = (engine.io_error(0.31, IOFailure.READ, exc) if late == "io_error"
+                   else engine.timed_out(0.31, TimeoutError("late")))
+        assert isinstance(command, Reraise) and command.exc is (exc if late == "io_error" else command.exc)
+        assert engine.published["stop_reason"] == "cancelled" and engine.published["cause"] == "closed"
+        assert [a["outcome"] for a in engine.published["attempts"]] == ["cancelled"]
+
+
+def test_eof_with_bytes_still_held_releases_them_when_the_reply_is_whole() -> None:
+    # Nothing committed yet (message_start and pings held), then the body ends with an end frame
+    # whose closing blank line is missing: the reply is whole, so the held bytes go out with it.
+    out = drive([stream([START, PING, END[:-1]])])
+    assert out.error is None and out.body == START + PING + END[:-1]
+    assert out.outcomes == ["completed"] and out.report["attempts"][0]["completion"] == "end_frame"
+    # ...but held bytes that end without an end frame are discarded and the attempt retried.
+    out = drive([stream([START, PING]), ok()])
+    assert out.error is None and out.body == b"".join(REPLY) and out.outcomes[0] == "provider_error"
+    assert out.report["attempts"][0]["retry_reason"] == "eof_before_content"
+
+
+def test_eof_with_held_bytes_of_a_wire_format_that_ends_at_eof_completes() -> None:
+    # A generic SSE stream has no end frame: its clean end is its end, held bytes and all.
+    body = [b": keep-alive\n\n", b"data: {\"x\": 1}\n\n"]
+    out = drive([stream(body)], provider="sse")
+    assert out.error is None and out.body == b"".join(body) and out.report["attempts"][0]["completion"] == "eof"
+
+
+def test_an_error_frame_in_the_same_read_as_the_first_content_after_held_bytes() -> None:
+    # message_start and a ping held, then one read with content and an in-band error: the held
+    # bytes and the content before the error frame are released, then the truncation.
+    chunk = BLOCK + delta("a") + anthropic_error("overloaded_error") + delta("never")
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START), ("data", 0.2, PING), ("data", 0.3, chunk)]])
+    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
+    assert out.body == START + PING + BLOCK + delta("a") == field_of(out, "prefix")
+    assert field_of(out, "partial")["content"][0]["text"] == "a"
+
+
+def test_an_error_frame_before_any_content_in_one_read_is_retried_with_nothing_released() -> None:
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + PING + anthropic_error("api_error") + BLOCK)], ok()])
+    assert out.error is None and out.body == b"".join(REPLY)
+    assert out.outcomes == ["provider_error", "completed"] and out.report["attempts"][0]["retry_reason"] == "server_error"
+
+
 # -- no false kills ----------------------------------------------------------------------------------
 
 

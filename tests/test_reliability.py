@@ -97,9 +97,11 @@ def test_sync_close_from_another_thread_ends_the_attempt(provider) -> None:  # t
     timer = threading.Timer(0.1, response.close)
     timer.start()
     started = time.monotonic()
-    with pytest.raises(Exception):  # noqa: B017 - the read fails once the response is closed under it
+    with pytest.raises(Exception) as caught:  # the read fails once the response is closed under it
         for _ in response.iter_raw():
             pass
+    # ...as the HTTP library's own error: the caller closed it, so no liveness verdict (truncation).
+    assert otel_liveness.liveness_error(caught.value) is None, caught.value
     assert time.monotonic() - started < 1.5  # honoured promptly (the stream would run 2 s)
     # close() ends the attempt (as cancelled) before it closes the socket under the read, so the
     # read's failure that follows finds the attempt over: never reported as a truncation.
