@@ -154,3 +154,25 @@ def test_a_payload_without_a_type_is_read_by_its_event_line() -> None:
     untyped = b'event: content_block_delta\ndata: {"index": 0, "delta": {"type": "text_delta", "text": "!"}}\n\n'
     partial = decode_partial(START + text(0, "hi", complete=False) + untyped)
     assert partial["content"][0]["text"] == "hi!"
+
+
+def test_frames_without_an_index_touch_no_block() -> None:
+    no_index_delta = sse_event("content_block_delta", {"type": "content_block_delta",
+                                                       "delta": {"type": "text_delta", "text": "stray"}})
+    no_index_stop = sse_event("content_block_stop", {"type": "content_block_stop"})
+    partial = decode_partial(START + text(0, "a", complete=False) + text(1, "b", complete=False) + no_index_delta + no_index_stop)
+    assert [(b["text"], b["complete"]) for b in partial["content"]] == [("a", False), ("b", False)]
+
+
+def test_a_whole_frame_whose_data_is_not_json_is_skipped() -> None:
+    bad = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": \n\n'
+    partial = decode_partial(START + text(0, "ok", complete=False) + bad + block_stop(0))
+    assert partial["content"] == [{"type": "text", "text": "ok", "complete": True}]
+
+
+def test_only_message_start_sets_the_message_identity() -> None:
+    odd_start = sse_event("message_start", {"type": "message_start", "message": "not an object"})
+    other = sse_event("content_block_start", {"type": "content_block_start", "index": 0, "message": {"id": "msg_wrong"},
+                                              "content_block": {"type": "text", "text": ""}})
+    partial = decode_partial(odd_start + other)
+    assert partial["id"] is None and partial["model"] is None and partial["content"][0]["type"] == "text"

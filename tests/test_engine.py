@@ -75,13 +75,13 @@ class Outcome:
 
 def drive(attempts: Sequence[Sequence[Step]], policy: Policy = POLICY, *, facts: RequestFacts | None = None,
           provider: str = "anthropic", exhausted: ExhaustedCache[Fail] | None = None,
-          cadence: CadenceMemory | None = None, read_gap: float = 0.0) -> Outcome:
+          cadence: CadenceMemory | None = None, read_gap: float = 0.0, hooks: Sequence[Any] = ()) -> Outcome:
     """Play ``attempts`` (the last repeats) through an engine as a driver would, reading without
     pauses (``read_gap``: the caller pauses that long before each body read). Waking reads are
     modelled as the drivers' network stream does: at the engine's hints."""
     out = Outcome()
     engine = Engine(policy, facts or RequestFacts(streaming=True, body_size=1000), 0.0, provider=provider,
-                    hooks=[out.events.append], exhausted=exhausted, cadence=cadence, wall_now=lambda: 1e9)
+                    hooks=[out.events.append, *hooks], exhausted=exhausted, cadence=cadence, wall_now=lambda: 1e9)
     out.engine = engine
     now = 0.0
     command: Command | bytes = engine.start(now)
@@ -152,6 +152,13 @@ def drive(attempts: Sequence[Sequence[Step]], policy: Policy = POLICY, *, facts:
             out.status = step[2]
             command = engine.headers(now, step[2], step[3] if len(step) > 3 else SSE)
         elif kind == "data":
+            # After the response, the drivers offer each read to the steady lane first (released
+            # as is when it takes it); everything else is the engine's to judge.
+            if responded and engine.lane.step(step[2], now):
+                out.body += step[2]
+                start = now
+                command = READ
+                continue
             command = engine.received(now, step[2])
         elif kind == "eof":
             command = engine.eof(now)
@@ -569,3 +576,197 @@ def test_the_published_report_is_refreshed_in_place() -> None:
     assert published["stop_reason"] is None
     assert engine.eof(0.3) is COMPLETE and published["stop_reason"] == "completed"
     assert published["attempts"][0]["completion"] == Completion.END_FRAME
+
+
+# -- what the report and the errors say, exactly (each of these was a surviving mutant) --------------
+
+
+def started(policy: Policy = POLICY, facts: RequestFacts | None = None, hooks: Sequence[Any] = ()) -> tuple[Engine, Command]:
+    engine = Engine(policy, facts or RequestFacts(streaming=True, body_size=10), 0.0, provider="anthropic",
+                    hooks=hooks, wall_now=lambda: 1e9)
+    return engine, engine.start(0.0)
+
+
+def test_request_id_from_either_header_bounded() -> None:
+    out = drive([[("headers", 0.0, 200, {**SSE, "x-request-id": "x" * 300}), *ok()[1:]]])
+    assert out.report["attempts"][0]["request_id"] == "x" * 128
+    out = drive([[("headers", 0.0, 200, {**SSE, "request-id": "req_1", "x-request-id": "other"}), *ok()[1:]]])
+    assert out.report["attempts"][0]["request_id"] == "req_1"
+
+
+def test_the_socket_read_timeout_is_ours_unless_the_callers_is_shorter() -> None:
+    # Ours (the largest bound, 1 s) when the caller's is longer or equal: its expiry is wire silence.
+    for caller in (None, 1.0, 30.0):
+        engine, send = started(facts=RequestFacts(streaming=True, body_size=10, read_timeout=caller))
+        assert isinstance(send, Send) and send.read_timeout == 1.0
+        engine.headers(0.1, 200, SSE)
+        command = engine.timed_out(1.1, TimeoutError())
+        assert isinstance(command, Sleep) and engine.report.attempts[0].retry_reason == "raw_silence"
+    # The caller's own, shorter timeout: its expiry is a broken read, not our verdict.
+    engine, send = started(facts=RequestFacts(streaming=True, body_size=10, read_timeout=0.4))
+    assert isinstance(send, Send) and send.read_timeout == 0.4
+    engine.headers(0.1, 200, SSE)
+    assert isinstance(engine.timed_out(0.5, TimeoutError()), Sleep)
+    assert engine.report.attempts[0].retry_reason == "read_error"
+    # Shadow mode sets no timeout at all: nothing may end a read early.
+    _, send = started(POLICY.replace(shadow=True))
+    assert isinstance(send, Send) and send.read_timeout is None
+
+
+def test_a_timed_out_read_at_the_semantic_deadline_is_a_semantic_timeout() -> None:
+    # The read's own socket timeout (no waking stream) ended at the semantic deadline: the verdict
+    # is the clock's that ran out, not wire silence.
+    engine, _ = started(POLICY.replace(raw_idle_timeout=5.0, semantic_timeout=2.0, semantic_notice_interval=1.0,
+                                       max_attempts=1))
+    engine.headers(0.0, 200, SSE)
+    assert engine.received(0.1, START) is READ
+    assert engine.received(1.5, PING) is READ
+    command = engine.timed_out(2.0, TimeoutError())
+    assert isinstance(command, Fail) and command.fields["last_cause"] == "semantic_timeout"
+
+
+def test_shadow_mode_answers_at_the_headers_and_reports_what_it_would_have_done() -> None:
+    engine, _ = started(POLICY.replace(shadow=True))
+    assert isinstance(engine.headers(0.1, 200, SSE), Respond)  # nothing held: the response at once
+    # A silence longer than the raw bound, then the end of the body: observed, not enforced.
+    events: list[Event] = []
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a")), ("eof", 3.0)]],
+                POLICY.replace(shadow=True), hooks=[events.append])
+    verdicts = [(v.kind, v.enforced, v.committed) for v in events if isinstance(v, Verdict)]
+    assert out.error is None and verdicts == [(AttemptOutcome.RAW_SILENCE, False, True)]
+
+
+@pytest.mark.parametrize(("status_code", "stop"), [(400, "rejected"), (529, "exhausted")])
+def test_shadow_mode_reports_the_stop_it_would_have_had(status_code: int, stop: str) -> None:
+    out = drive([status(status_code)], POLICY.replace(shadow=True))
+    assert out.passthrough and out.report["stop_reason"] == stop and len(out.report["attempts"]) == 1
+
+
+def test_shadow_mode_error_frame_before_content_is_not_committed() -> None:
+    out = drive([stream([START, anthropic_error("overloaded_error")])], POLICY.replace(shadow=True))
+    attempt = out.report["attempts"][0]
+    assert out.error is None and out.body == START + anthropic_error("overloaded_error")  # passed through as it came
+    assert attempt["committed"] is False and attempt["outcome"] == "provider_error"
+
+
+def test_a_json_body_that_breaks_mid_body_is_reraised_as_it_came() -> None:
+    exc = ConnectionResetError("reset")
+    engine, _ = started()
+    assert isinstance(engine.headers(0.1, 200, {"content-type": "application/json"}), Respond)
+    assert engine.received(0.2, b'{"id": ') == b'{"id": '
+    assert engine.io_error(0.3, IOFailure.READ, exc) == Reraise(exc)
+    attempt = engine.published["attempts"][0]
+    assert attempt["committed"] is True and attempt["outcome"] == "truncated"
+    assert engine.published["stop_reason"] == "truncated" and engine.published["cause"] == "read_error"
+
+
+def test_a_non_streaming_request_is_retried_on_a_connect_error() -> None:
+    body = b'{"id": "msg_1"}'
+    json_ok = [("headers", 0.0, 200, {"content-type": "application/json"}), ("data", 0.1, body), ("eof", 0.2)]
+    out = drive([[("connect_error", 0.0)], json_ok], facts=RequestFacts(streaming=False, body_size=10))
+    assert out.error is None and out.body == body and out.outcomes == ["connection_error", "completed"]
+
+
+def test_closing_ends_the_attempt_once_and_only_while_open() -> None:
+    events: list[Event] = []
+    engine, _ = started(hooks=[events.append])
+    engine.headers(0.1, 200, SSE)
+    engine.received(0.2, START + BLOCK + delta("a"))
+    engine.closed(0.3)
+    engine.closed(0.4)
+    assert engine.published["stop_reason"] == "cancelled" and engine.published["cause"] == "closed"
+    assert [type(e).__name__ for e in events].count("AttemptEnded") == 1
+    # Closed after the end frame: the reply was whole.
+    engine, _ = started()
+    engine.headers(0.1, 200, SSE)
+    engine.received(0.2, b"".join(REPLY))
+    engine.closed(0.3)
+    assert engine.published["stop_reason"] == "completed"
+    # Closed before anything started: nothing to end.
+    engine = Engine(POLICY, RequestFacts(streaming=True), 0.0, provider="anthropic")
+    engine.closed(0.1)
+    assert engine.published["stop_reason"] is None
+
+
+def test_frames_held_before_content_are_bounded_exactly() -> None:
+    policy = POLICY.replace(max_frame_bytes=4 * len(PING))
+    out = drive([stream([START[:0] + PING * 4, *REPLY[1:]])], policy)  # exactly the bound: held, then released
+    assert out.error is None
+    out = drive([stream([PING * 4 + b":x\n\n"])], policy)  # one byte... and more over it
+    assert error_type(out) is E.MalformedStream and out.report["stop_reason"] == "malformed"
+    out = drive([stream([PING * 4, b"\n"])], policy)  # one byte over
+    assert error_type(out) is E.MalformedStream
+
+
+def test_error_messages_name_attempts_and_cause() -> None:
+    out = drive([[("headers", 0.0, 200, SSE), ("silence",)]])
+    assert out.error.args == ("provider failed after 3 attempts; last cause: raw_silence",)  # type: ignore[union-attr]
+    out = drive([[("headers", 0.0, 200, SSE), ("silence",)]], POLICY.replace(max_attempts=1))
+    assert out.error.args == ("provider failed after 1 attempt; last cause: raw_silence",)  # type: ignore[union-attr]
+    out = drive([stream([START, anthropic_error("invalid_request_error")], eof=False)])
+    assert error_type(out) is E.ProviderError and out.report["stop_reason"] == "rejected"
+    assert out.error.args == (  # type: ignore[union-attr]
+        "provider rejected the request after 1 attempt; last cause: error_event:invalid_request_error",)
+
+
+def test_wall_budget_messages_and_the_attempt_it_ended() -> None:
+    slow = stream([START, BLOCK, *[delta("x")] * 50], every=0.3)
+    out = drive([slow], POLICY.replace(wall_timeout=2.0))
+    assert out.error.args == ("wall-clock budget of 2s expired after content was released",)  # type: ignore[union-attr]
+    assert out.outcomes == ["wall_budget"] and field_of(out, "prefix") == out.body
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START), ("silence",)]],
+                POLICY.replace(wall_timeout=0.5, raw_idle_timeout=5.0))
+    assert out.error.args == ("wall-clock budget of 0.5s expired before any content",)  # type: ignore[union-attr]
+    assert out.outcomes == ["wall_budget"] and field_of(out, "committed") is False
+
+
+def test_the_report_phase_cause_and_counts() -> None:
+    out = drive([status(529), ok()])
+    assert out.report["cause"] is None and out.report["attempts"][1]["phase"] == "done"  # completed: no cause left
+    assert out.report["attempts"][0]["phase"] != "done"
+    out = drive([[*stream(REPLY[:4], eof=False), ("silence",)]])
+    assert out.report["cause"] == "raw_silence" and out.report["attempts"][0]["phase"] == "streaming"
+
+
+def test_a_capture_ends_with_a_marker_only_when_the_attempt_ended_otherwise() -> None:
+    policy = POLICY.replace(capture_dir="/nonexistent")  # the engine keeps it; the transport's recorder writes it
+    captures = []
+
+    def keep(event: Event) -> None:
+        if isinstance(event, AttemptEnded):
+            captures.append([item for _, item in event.capture or ()])
+
+    drive([ok()], policy, hooks=[keep])  # ended by EOF: the last record is the EOF
+    drive([[*stream(REPLY[:4], eof=False), ("silence",)]], policy, hooks=[keep])  # ended by a verdict
+    drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START), ("reset", 0.2)], ok()], policy, hooks=[keep])
+    assert captures[0][-1] is None and captures[0].count("end") == 0
+    assert captures[1][-1] == "end" and captures[1][-2] == REPLY[3]
+    assert captures[2][-1] == "read_error"  # the failed attempt's own marker, no "end" after it
+    assert captures[3][-1] is None
+
+
+def test_cadence_is_remembered_only_when_learning() -> None:
+    pings = [("data", 0.1 + 0.1 * i, PING) for i in range(5)]
+    steps = [("headers", 0.0, 200, SSE), ("data", 0.05, START), *pings,
+             *[("data", 0.7 + 0.01 * i, part) for i, part in enumerate(REPLY[1:])], ("eof", 1.0)]
+    facts = RequestFacts(streaming=True, host="api.example")
+    memory = CadenceMemory()
+    drive([steps], POLICY, facts=facts, cadence=memory)
+    assert memory.learned("api.example") is None
+    drive([steps], ADAPTIVE, facts=facts, cadence=memory)
+    assert memory.learned("api.example") == pytest.approx(0.1)
+
+
+def test_a_raising_hook_is_counted_and_reported_and_changes_nothing() -> None:
+    seen: list[tuple[Any, Exception]] = []
+
+    def bad(event: Event) -> None:
+        raise RuntimeError("hook bug")
+
+    engine = Engine(POLICY, RequestFacts(streaming=True), 0.0, provider="anthropic", hooks=[bad],
+                    on_hook_error=lambda hook, exc: seen.append((hook, exc)))
+    engine.start(0.0)
+    engine.headers(0.1, 200, SSE)
+    assert isinstance(engine.received(0.2, b"".join(REPLY)), Respond) and engine.eof(0.3) is COMPLETE
+    # RequestStarted, AttemptStarted, AttemptEnded, RequestEnded
+    assert engine.hook_errors == 4 == len(seen) and all(hook is bad for hook, _ in seen)

@@ -93,8 +93,7 @@ def library_series(text: str, job: str | None = None) -> int:
 def settle(prom: Prometheus, expr: str, expected: float, timeout: float = 60.0) -> float:
     """Wait until ``expr`` equals ``expected`` and two more scrapes have happened; return the time."""
     prom.wait_value(expr, lambda v: v == expected, timeout=timeout)
-    time.sleep(2.5)
-    return time.time()
+    return prom.wait_scrapes(2)
 
 
 def window_exprs() -> dict[str, str]:
@@ -228,10 +227,22 @@ def test_storm_of_short_lived_processes_pages_with_model_summary_and_runbook(sta
 
 def test_series_budget_does_not_grow_with_processes(stack: Stack) -> None:
     n = int(os.environ.get("OTEL_LIVENESS_FLEET_PROCESSES", "16"))
-    before = scrape_families(stack.collector.scrape())
+    scraped = stack.collector.scrape()
+    before = scrape_families(scraped)
+    before_attempts = sum(float(line.rsplit(" ", 1)[1]) for line in scraped.splitlines()
+                          if line.startswith("liveness_attempts_total{") and 'job="fleet-short"' in line)
     results = run_fleet(stack.collector.otlp_http, [[MIX[i % len(MIX)]] for i in range(n)], service="fleet-short",
                         parallel=3, timeout=900)
-    time.sleep(3)
+    # Every process's last export has arrived (the gateway's count grew by what they served).
+    grown = 0.0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        grown = sum(float(line.rsplit(" ", 1)[1]) for line in stack.collector.scrape().splitlines()
+                    if line.startswith("liveness_attempts_total{") and 'job="fleet-short"' in line)
+        if grown - before_attempts == fleet_total(results):
+            break
+        time.sleep(0.2)
+    assert grown - before_attempts == fleet_total(results)
     text = stack.collector.scrape()
     after = scrape_families(text)
     assert sum(r["served_attempts"] for r in results) == fleet_total(results)

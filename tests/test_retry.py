@@ -130,6 +130,8 @@ def test_backoff_formula_and_cap() -> None:
         ({"retry-after-ms": "1e12"}, (60.0, DelaySource.RETRY_AFTER_MS)),
         ({"retry-after": "Tue, 14 Nov 2023 22:13:40 GMT"}, (20.0, DelaySource.RETRY_AFTER_DATE)),  # NOW + 20 s
         ({"retry-after": "Tue, 14 Nov 2023 22:13:00 GMT"}, None),  # a date in the past
+        ({"retry-after": "Tue, 14 Nov 2023 22:13:20 GMT"}, None),  # now: no delay to honour
+        ({"retry-after": "Tue, 14 Nov 2023 22:13:21 GMT"}, (1.0, DelaySource.RETRY_AFTER_DATE)),  # a second from now
         ({"retry-after": "Mon, 01 Jan 2024 00:00:00 GMT"}, (60.0, DelaySource.RETRY_AFTER_DATE)),  # far future: capped
         ({"retry-after": "soon"}, None),
         ({"retry-after": "-5"}, None),
