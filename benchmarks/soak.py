@@ -53,6 +53,16 @@ def fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+async def fds_settled(target: int, timeout: float = 5.0) -> int:
+    """Open descriptors once asyncio has finished closing what was closed: its transports close
+    their sockets on a later loop iteration, so wait (until the count is back to ``target``, or the
+    timeout shows a leak) rather than count too early."""
+    deadline = time.monotonic() + timeout
+    while fds() > target and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return fds()
+
+
 def cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -129,7 +139,7 @@ async def run_async(url: str, streams: int, waves: int, wrapped: bool, tel: Tele
                 snapshots.append(snapshot(label, tel, tasks=len(asyncio.all_tasks())))
     return {"ok": ok, "streams": streams * waves, "seconds": time.monotonic() - t0, "cpu_s": cpu() - cpu0,
             "snapshots": snapshots, "max_connections": limits.max_connections,
-            "fds_before": fds_before, "fds_after_close": fds()}
+            "fds_before": fds_before, "fds_after_close": await fds_settled(fds_before)}
 
 
 def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Policy) -> dict[str, Any]:
