@@ -149,6 +149,7 @@ def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Poli
     ok = 0
     cpu0, t0 = cpu(), time.monotonic()
     fds_before = fds()
+    threads_before = threading.active_count()
     with httpx2.Client(transport=transport, timeout=120) as client, ThreadPoolExecutor(threads) as pool:
         def one(_: int) -> int:
             with client.stream("POST", url, json=BODY) as response:
@@ -161,7 +162,8 @@ def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Poli
                 snapshots.append(snapshot(label, tel))
     return {"ok": ok, "streams": threads * waves, "seconds": time.monotonic() - t0, "cpu_s": cpu() - cpu0,
             "snapshots": snapshots, "max_connections": limits.max_connections,
-            "fds_before": fds_before, "fds_after_close": fds()}
+            "fds_before": fds_before, "fds_after_close": fds(),
+            "threads_before": threads_before, "threads_after": threading.active_count(), "thread_cap": threads}
 
 
 def soak(streams: int = 1000, waves: int = 6, threads: int = 200, thread_waves: int = 3,
@@ -177,7 +179,11 @@ def soak(streams: int = 1000, waves: int = 6, threads: int = 200, thread_waves: 
     try:
         tel = Telemetry()
         baseline = asyncio.run(run_async(url, streams, 1, False, None, policy))
+        threads_before = threading.active_count()
         wrapped = asyncio.run(run_async(url, streams, waves, True, tel, policy))
+        # asyncio.run joins the loop's executor threads (getaddrinfo): none may be left.
+        wrapped.update(threads_before=threads_before, threads_after=threading.active_count(),
+                       thread_cap=min(32, (os.cpu_count() or 1) + 4))
         tel.tracer_provider.force_flush()
         sync = run_threads(url, threads, thread_waves, tel, policy)
         tel.tracer_provider.force_flush()

@@ -176,3 +176,10 @@ def test_only_message_start_sets_the_message_identity() -> None:
                                               "content_block": {"type": "text", "text": ""}})
     partial = decode_partial(odd_start + other)
     assert partial["id"] is None and partial["model"] is None and partial["content"][0]["type"] == "text"
+
+
+def test_trimming_looks_at_the_final_block_only() -> None:
+    # A text block first and a tool call last: nothing to trim, the text keeps its whitespace.
+    content = continuation_message(decode_partial(START + text(0, "first ") + tool(1, ["{}"], complete=True)))["content"]  # type: ignore[index]
+    assert content == [{"type": "text", "text": "first "}, {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                                            "input": {}}]

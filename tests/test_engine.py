@@ -287,7 +287,17 @@ def test_in_band_error_after_content_releases_what_came_before_it() -> None:
     chunk = delta("lo") + anthropic_error("overloaded_error")  # content and the error in one read
     out = drive([[*stream(REPLY[:3], eof=False), ("data", 0.5, chunk), ("silence",)]])
     assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
+    assert out.error.kind == "error_event"  # type: ignore[union-attr]
     assert out.body == b"".join(REPLY[:3]) + delta("lo")
+
+
+def test_an_error_frame_split_across_reads_releases_none_of_its_second_part() -> None:
+    error = anthropic_error("overloaded_error")
+    out = drive([[*stream(REPLY[:3], eof=False), ("data", 0.5, delta("lo") + error[:10]), ("data", 0.6, error[10:]),
+                  ("silence",)]])
+    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
+    # The first read could not know its tail was an error frame; nothing after it is released.
+    assert out.body == b"".join(REPLY[:3]) + delta("lo") + error[:10]
 
 
 def test_content_and_error_in_the_first_read_reach_the_caller_then_the_truncation() -> None:
@@ -303,8 +313,9 @@ def test_wall_budget_stops_and_reports_the_budget() -> None:
 
 
 def test_wall_budget_during_a_backoff_is_not_slept_through() -> None:
-    out = drive([status(429, {"retry-after": "30"})], POLICY.replace(wall_timeout=2.0, max_retry_after=60.0))
-    assert error_type(out) is E.WallTimeout and out.sleeps == [2.0]
+    late_429 = [("headers", 0.5, 429, {"content-type": "application/json", "retry-after": "30"})]
+    out = drive([late_429], POLICY.replace(wall_timeout=2.0, max_retry_after=60.0))
+    assert error_type(out) is E.WallTimeout and out.sleeps == [1.5]  # what is left of the budget, not 30 s
 
 
 def test_caller_cancellation_ends_the_attempt_once() -> None:
@@ -432,11 +443,14 @@ def test_a_stall_after_content_under_gzip_carries_the_decoded_prefix() -> None:
     assert zlib.decompressobj(31).decompress(out.body) == b"".join(REPLY[:4])  # what the client decodes
 
 
-@pytest.mark.parametrize("code", [301, 302, 307, 308])
+@pytest.mark.parametrize("code", [300, 301, 302, 307, 308, 399])
 def test_a_redirect_passes_through_untouched(code: int) -> None:
     out = drive([[("headers", 0.0, code, {"location": "https://elsewhere/v1/messages"})]])
     assert out.passthrough and out.status == code and out.sleeps == []
     assert out.report["stop_reason"] == "redirected" and out.outcomes == ["redirected"]
+    # ...also after a failed attempt: the request ends redirected, with no cause left over.
+    out = drive([status(529), [("headers", 0.0, code, {"location": "https://elsewhere/v1/messages"})]])
+    assert out.report["stop_reason"] == "redirected" and out.report["cause"] is None
 
 
 def test_a_json_body_on_a_streaming_request_is_released_not_retried() -> None:
@@ -534,6 +548,7 @@ def test_every_input_applies_the_lane_counts_first() -> None:
     public = [name for name, member in inspect.getmembers(Engine, inspect.isfunction) if not name.startswith("_")]
     inputs = [name for name in public if name not in ("raw_bound", "since")]
     assert inputs and all(getattr(getattr(Engine, name), "__liveness_input__", False) for name in inputs), inputs
+    assert all(getattr(Engine, name).__name__ == name and getattr(Engine, name).__doc__ for name in inputs)
 
 
 def test_each_attempt_and_the_request_end_exactly_once_whatever_happens() -> None:
@@ -770,3 +785,91 @@ def test_a_raising_hook_is_counted_and_reported_and_changes_nothing() -> None:
     assert isinstance(engine.received(0.2, b"".join(REPLY)), Respond) and engine.eof(0.3) is COMPLETE
     # RequestStarted, AttemptStarted, AttemptEnded, RequestEnded
     assert engine.hook_errors == 4 == len(seen) and all(hook is bad for hook, _ in seen)
+
+
+def test_times_in_the_report_are_relative_to_the_request_and_the_attempt() -> None:
+    policy = POLICY.replace(capture_dir="/nonexistent")
+    captures: list[Any] = []
+    engine = Engine(policy, RequestFacts(streaming=True, body_size=10), 100.0, provider="anthropic",
+                    hooks=[lambda e: captures.append(e.capture) if isinstance(e, AttemptEnded) else None])
+    assert isinstance(engine.start(100.0), Send)
+    assert isinstance(engine.headers(100.5, 529, {}), Sleep)
+    assert isinstance(engine.slept(101.0), Send)
+    engine.headers(101.25, 200, SSE)
+    engine.received(101.5, b"".join(REPLY))
+    assert engine.eof(102.0) is COMPLETE
+    first, second = engine.published["attempts"]
+    assert (first["started"], second["started"]) == (0.0, 1.0) and engine.published["duration"] == 2.0
+    assert [t for t, _ in captures[1]] == [0.25, 0.5, 1.0]  # since that attempt's request was sent
+    assert second["semantic_idle"] == 0.0 and second["phase"] == "done"
+
+
+def test_notices_all_come_when_one_read_ends_several_intervals() -> None:
+    events: list[Event] = []
+    engine, _ = started(hooks=[events.append])
+    engine.headers(0.0, 200, SSE)
+    assert engine.received(0.1, START) is READ
+    assert engine.received(2.2, PING) is READ  # 0.5 s notices: due at 0.5, 1.0, 1.5 and 2.0
+    assert [e.number for e in events if isinstance(e, SemanticNotice)] == [1, 2, 3, 4]
+
+
+def test_a_read_timeout_before_the_first_byte_is_the_first_byte_verdict() -> None:
+    engine, send = started(POLICY.replace(first_byte_timeout=3.0))
+    assert isinstance(send, Send) and send.read_timeout == 3.0
+    command = engine.timed_out(3.0, TimeoutError())  # the socket's own timeout, not a waking read
+    assert isinstance(command, Sleep)
+    record = engine.report.attempts[0]
+    assert record.error_type == "first_byte_timeout" and record.retry_reason == "first_byte_timeout"
+
+
+def test_enforced_verdicts_say_so() -> None:
+    events: list[Event] = []
+    drive([[*stream(REPLY[:4], eof=False), ("silence",)]], hooks=[events.append])
+    assert [(v.kind, v.enforced, v.committed) for v in events if isinstance(v, Verdict)] == [
+        (AttemptOutcome.RAW_SILENCE, True, True)]
+
+
+def test_shadow_mode_observes_a_late_first_byte_at_its_bound() -> None:
+    events: list[Event] = []
+    steps = [("headers", 0.0, 200, SSE), *[("data", 3.0 + 0.01 * i, part) for i, part in enumerate(REPLY)], ("eof", 3.5)]
+    out = drive([steps], POLICY.replace(shadow=True, first_byte_timeout=2.0, raw_idle_timeout=10.0), hooks=[events.append])
+    (verdict,) = [v for v in events if isinstance(v, Verdict)]
+    assert out.error is None and (verdict.kind, verdict.enforced, verdict.at) == (AttemptOutcome.RAW_SILENCE, False, 2.0)
+    assert out.report["attempts"][0]["error_type"] == "first_byte_timeout"
+
+
+def test_shadow_mode_keeps_the_first_failure_and_passes_read_errors_through() -> None:
+    # Whole on the wire, but two error frames on the way: reported with the first.
+    both = stream([START, anthropic_error("overloaded_error"), anthropic_error("api_error"), *REPLY[1:]])
+    out = drive([both], POLICY.replace(shadow=True))
+    assert out.error is None and out.report["attempts"][0]["error_type"] == "overloaded_error"
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a")), ("reset", 0.2)]],
+                POLICY.replace(shadow=True))
+    assert isinstance(out.error, ConnectionResetError) and out.outcomes == ["truncated"]
+
+
+def test_a_late_stream_on_a_non_streaming_request_is_scanned() -> None:
+    out = drive([stream([START, PING, *REPLY[1:]])], facts=RequestFacts(streaming=False, body_size=10))
+    attempt = out.report["attempts"][0]
+    assert out.error is None and attempt["heartbeats"] == 1 and attempt["completion"] == "end_frame"
+
+
+def test_a_stream_in_an_encoding_it_cannot_read_is_released_as_it_comes() -> None:
+    out = drive([[("headers", 0.0, 200, {**SSE, "content-encoding": "x-unknown"}), ("data", 0.1, b"\x00\x01opaque"),
+                  ("eof", 0.2)]])
+    attempt = out.report["attempts"][0]
+    assert out.error is None and out.body == b"\x00\x01opaque"
+    assert attempt["heartbeats"] == 0 and attempt["frames"] == 0 and attempt["completion"] == "eof"
+
+
+def test_commands_and_decisions_are_immutable_values() -> None:
+    import dataclasses
+
+    from otel_liveness.core import commands, retry
+
+    classes = [commands.Send, commands.Sleep, commands.Respond, commands.Fail, commands.Reraise, commands.Complete,
+               commands.Release, retry.Failure, retry.Retry, retry.GiveUp, retry.Reject, retry.Truncate, retry.RetryState]
+    for cls in classes:
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        assert params.frozen and "__slots__" in cls.__dict__, cls
+    assert dataclasses.is_dataclass(commands.Read)

@@ -134,6 +134,8 @@ def test_backoff_formula_and_cap() -> None:
         ({"retry-after": "Tue, 14 Nov 2023 22:13:21 GMT"}, (1.0, DelaySource.RETRY_AFTER_DATE)),  # a second from now
         ({"retry-after": "Mon, 01 Jan 2024 00:00:00 GMT"}, (60.0, DelaySource.RETRY_AFTER_DATE)),  # far future: capped
         ({"retry-after": "soon"}, None),
+        ({"retry-after": "Tue, 14 Nov 99999 22:13:21 GMT"}, None),  # a year out of range (ValueError)
+        ({"retry-after": "Tue, 14 Nov 9999999999 22:13:21 GMT"}, None),  # overflows the platform's time
         ({"retry-after": "-5"}, None),
         ({"retry-after": "0"}, None),
         ({"retry-after": "inf"}, None),

@@ -275,6 +275,10 @@ def _deliver(engine: Engine, start: float, chunk: Chunk) -> Command | bytes:
     if data is None:
         return engine.eof(t)
     if data == "end":
+        # The attempt ended here with no read result: the read was ended at a deadline (judged, as
+        # on the wire, with the engine's tolerance for a wake-up a hair early) or the caller left.
+        if engine.woke(t, start):
+            return engine.timed_out(t, TimeoutError("replayed read timeout"))
         return READ
     if isinstance(data, str):
         kind = IOFailure.CONNECT if data == "connect_error" else IOFailure.READ
