@@ -7,7 +7,8 @@ runs="$1"; shift
 procs="${LOAD_PROCS:-$(nproc)}"
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done; }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 for _ in $(seq "$procs"); do
   python3 -c 'while True: pass' &
   pids+=("$!")
