@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from otel_liveness.core.engine import TOLERANCE
 from otel_liveness.core.events import AttemptEnded, Event
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
@@ -60,6 +61,14 @@ SCENARIOS: dict[str, tuple[list[list[Any]], dict[str, Any], str]] = {
 }
 
 
+def reader_paused(chunks: list[Any], policy: Any) -> bool:
+    """Body bytes were read after a gap longer than the raw bound (after the body started): the
+    bytes waited in the socket while the reader did not run."""
+    body = [c for c in chunks if isinstance(c.data, bytes)]
+    bound = policy.raw_idle_timeout + TOLERANCE
+    return any(later.t - earlier.t > bound for earlier, later in zip(body, body[1:]))
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 @pytest.mark.parametrize("variant", [("httpx2", None), ("httpx2", "asyncio")], ids=["sync", "asyncio"])
 def test_analyze_replays_every_attempt_to_the_wire_verdict(name: str, variant: tuple[str, str | None], provider: Any,
@@ -81,9 +90,15 @@ def test_analyze_replays_every_attempt_to_the_wire_verdict(name: str, variant: t
         assert event.capture is not None
         wire = verdict_of(event.record, None)
         lines = list(capture_lines(event.capture))  # as the recorder writes it
-        replay = analyze(parse_capture(lines), provider=provider_name, policy=policy, body_size=body_size)
-        assert replay["verdict"] == wire, (event.record.index, lines)
-        assert replay["committed"] == event.record.committed
+        chunks = parse_capture(lines)
+        replay = analyze(chunks, provider=provider_name, policy=policy, body_size=body_size)
+        if (replay["verdict"], replay["committed"]) != (wire, event.record.committed):
+            # analyze replays reads without pauses. A reader starved of CPU (a loaded machine)
+            # reads bytes that were waiting: the capture then shows a silence longer than the raw
+            # bound that the wire never saw. That, and only that, may make the replay differ --
+            # and then it judges that silence.
+            assert reader_paused(chunks, policy), (event.record.index, wire, replay["verdict"], lines)
+            assert replay["verdict"] == "raw_silence", (event.record.index, lines)
     # The recorder wrote every attempt that did not complete, and each file replays the same way.
     files = sorted(tmp_path.glob("*.jsonl"))
     assert len(files) == sum(1 for e in ended if e.record.outcome.value != "completed")  # type: ignore[union-attr]
