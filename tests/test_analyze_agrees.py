@@ -5,6 +5,7 @@ reached on the wire."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import pathlib
 import zlib
@@ -66,7 +67,7 @@ def reader_paused(chunks: list[Any], policy: Any) -> bool:
     bytes waited in the socket while the reader did not run."""
     body = [c for c in chunks if isinstance(c.data, bytes)]
     bound = policy.raw_idle_timeout + TOLERANCE
-    return any(later.t - earlier.t > bound for earlier, later in zip(body, body[1:]))
+    return any(later.t - earlier.t > bound for earlier, later in itertools.pairwise(body))
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
