@@ -183,3 +183,22 @@ def test_trimming_looks_at_the_final_block_only() -> None:
     content = continuation_message(decode_partial(START + text(0, "first ") + tool(1, ["{}"], complete=True)))["content"]  # type: ignore[index]
     assert content == [{"type": "text", "text": "first "}, {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
                                                             "input": {}}]
+
+
+def test_frames_that_are_not_content_do_not_stop_the_decoding() -> None:
+    ping = sse_event("ping", {"type": "ping"})
+    stray = block_delta(7, {"type": "text_delta", "text": "no such block"})
+    prefix = (START + block_start(0, {"type": "text", "text": ""}) + block_delta(0, {"type": "text_delta", "text": "a"})
+              + ping + stray + block_delta(0, {"type": "text_delta", "text": "b"}) + block_stop(0))
+    assert decode_partial(prefix)["content"] == [{"type": "text", "text": "ab", "complete": True}]
+
+
+def test_an_incomplete_block_before_complete_ones_is_skipped_not_the_end() -> None:
+    # Blocks are ordered by index: an earlier block can still be open when a later one completed.
+    partial = decode_partial(START + block_start(0, {"type": "text", "text": ""}) + text(1, "later"))
+    assert continuation_message(partial) == {"role": "assistant", "content": [{"type": "text", "text": "later"}]}
+
+
+def test_a_final_whitespace_only_text_block_is_dropped_after_others() -> None:
+    partial = decode_partial(START + text(0, "kept") + text(1, "  \n"))
+    assert continuation_message(partial) == {"role": "assistant", "content": [{"type": "text", "text": "kept"}]}

@@ -800,6 +800,7 @@ def test_times_in_the_report_are_relative_to_the_request_and_the_attempt() -> No
     assert engine.eof(102.0) is COMPLETE
     first, second = engine.published["attempts"]
     assert (first["started"], second["started"]) == (0.0, 1.0) and engine.published["duration"] == 2.0
+    assert (first["duration"], second["duration"]) == (0.5, 1.0) and second["raw_idle"] == 0.5
     assert [t for t, _ in captures[1]] == [0.25, 0.5, 1.0]  # since that attempt's request was sent
     assert second["semantic_idle"] == 0.0 and second["phase"] == "done"
 
@@ -873,3 +874,95 @@ def test_commands_and_decisions_are_immutable_values() -> None:
         params = cls.__dataclass_params__  # type: ignore[attr-defined]
         assert params.frozen and "__slots__" in cls.__dict__, cls
     assert dataclasses.is_dataclass(commands.Read)
+
+
+def test_the_task_being_cancelled_ends_the_attempt_as_cancelled() -> None:
+    engine, _ = started()
+    engine.headers(0.1, 200, SSE)
+    engine.received(0.2, START + BLOCK + delta("a"))
+    engine.abandoned(0.3, KeyboardInterrupt())
+    assert engine.published["stop_reason"] == "cancelled" and engine.published["cause"] == "cancelled"
+    assert engine.published["attempts"][0]["error_type"] == "KeyboardInterrupt"
+    assert engine.woke(5.0, 0.3) is False  # an ended attempt has nothing due
+
+
+def test_notice_counts_in_the_report_match_the_notices() -> None:
+    events: list[Event] = []
+    policy = POLICY.replace(first_byte_timeout="auto", first_byte_base=3.0, first_byte_max=3.0)
+    steps = [("headers", 0.0, 200, SSE), ("data", 1.2, START), *[("data", 1.3 + 0.1 * i, PING) for i in range(20)],
+             *[("data", 3.5 + 0.01 * i, part) for i, part in enumerate(REPLY[1:])], ("eof", 4.0)]
+    out = drive([steps], policy, hooks=[events.append])
+    notices = [e for e in events if isinstance(e, SemanticNotice)]
+    prefill = [e for e in notices if e.kind is NoticeKind.PREFILL]
+    attempt = out.report["attempts"][0]
+    assert attempt["notices"] == len(notices) > len(prefill) == attempt["prefill_notices"] == 2
+
+
+def test_an_exhausted_request_is_remembered_for_sdk_retries_only() -> None:
+    cache: ExhaustedCache[Fail] = ExhaustedCache()
+    drive([[("silence",)]], facts=RequestFacts(streaming=True, key="k"), exhausted=cache)
+    again = Engine(POLICY, RequestFacts(streaming=True, key="k", sdk_retry=True), 1.0, provider="anthropic", exhausted=cache)
+    assert isinstance(again.start(1.0), Fail) and again.ended
+    fresh = Engine(POLICY, RequestFacts(streaming=True, key="k", sdk_retry=False), 1.0, provider="anthropic", exhausted=cache)
+    assert isinstance(fresh.start(1.0), Send) and not fresh.ended  # the application's own new request
+    unkeyed = Engine(POLICY, RequestFacts(streaming=True, key=None, sdk_retry=True), 1.0, provider="anthropic",
+                     exhausted=cache)
+    assert isinstance(unkeyed.start(1.0), Send)
+
+
+@pytest.mark.parametrize(("code", "retried"), [(300, True), (302, True), (200, False)])
+def test_x_should_retry_true_makes_a_3xx_a_failure_but_not_a_2xx(code: int, retried: bool) -> None:
+    headers = {"content-type": "application/json", "x-should-retry": "true"}
+    first = [("headers", 0.0, code, headers), ("data", 0.1, b"{}"), ("eof", 0.2)]
+    out = drive([first, ok()])
+    assert (len(out.report["attempts"]) == 2) is retried and out.report["stop_reason"] == "completed"
+
+
+def test_a_json_answer_to_a_streaming_request_is_judged_as_a_json_body() -> None:
+    # Slower than the raw bound: a JSON body is silent until complete, so only the non-streaming
+    # bound (off by default) applies to it.
+    body = b'{"id": "msg_1"}'
+    out = drive([[("headers", 0.0, 200, {"content-type": "application/json"}), ("data", 3.0, body), ("eof", 3.1)]])
+    assert out.error is None and out.body == body and out.outcomes == ["completed"]
+    # Released at its headers: a break before its first byte is after the release.
+    exc = ConnectionResetError("reset")
+    out = drive([[("headers", 0.0, 200, {"content-type": "application/json"}), ("reset", 0.1)]])
+    assert out.error is exc or isinstance(out.error, ConnectionResetError)
+    assert out.report["attempts"][0]["committed"] is True and out.outcomes == ["truncated"]
+
+
+def test_shadow_mode_observes_a_silence_that_ends_in_a_reset() -> None:
+    events: list[Event] = []
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a")), ("reset", 3.0)]],
+                POLICY.replace(shadow=True), hooks=[events.append])
+    assert isinstance(out.error, ConnectionResetError)
+    assert [(v.kind, v.enforced) for v in events if isinstance(v, Verdict)] == [(AttemptOutcome.RAW_SILENCE, False)]
+
+
+def test_shadow_mode_content_before_an_error_in_one_read_is_committed() -> None:
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a") + anthropic_error("api_error")),
+                  ("eof", 0.2)]], POLICY.replace(shadow=True))
+    assert out.error is None and out.report["attempts"][0]["committed"] is True
+    assert out.outcomes == ["truncated"]
+
+
+def test_the_socket_read_timeout_never_outlasts_the_wall_budget() -> None:
+    engine, send = started(POLICY.replace(wall_timeout=0.5))
+    assert isinstance(send, Send) and send.read_timeout == 0.5
+    assert isinstance(engine.headers(0.2, 529, {}), Sleep)
+    again = engine.slept(0.3)
+    assert isinstance(again, Send) and again.read_timeout == pytest.approx(0.2)
+
+
+def test_a_body_that_cannot_be_decoded_is_a_typed_malformed_error() -> None:
+    out = drive([[("headers", 0.0, 200, {**SSE, "content-encoding": "gzip"}), ("data", 0.1, b"not gzip at all"),
+                  ("eof", 0.2)]])
+    assert error_type(out) is E.MalformedStream and out.report["stop_reason"] == "malformed"
+    assert out.error.args[0].startswith("the body could not be decoded: ")  # type: ignore[union-attr]
+
+
+def test_the_report_takes_the_model_and_stop_reason_from_the_stream() -> None:
+    out = drive([ok()], facts=RequestFacts(streaming=True, body_size=10, model=None))
+    assert out.report["model"] == "m" and out.report["stop_detail"] == "end_turn"
+    out = drive([ok()], facts=RequestFacts(streaming=True, body_size=10, model="requested"))
+    assert out.report["model"] == "requested"

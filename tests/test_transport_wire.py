@@ -307,6 +307,17 @@ def test_giant_frame_is_a_typed_error(variant, provider) -> None:  # type: ignor
     assert provider.attempts("giant") == 1  # a malformed stream is not retried
 
 
+def test_a_stream_that_cannot_be_decoded_is_a_typed_error(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    # Content-Encoding: gzip on bytes that are not gzip: the transport's decoded copy fails, and the
+    # caller gets a typed error that is also the HTTP library's decoding error -- not zlib's.
+    url = provider.add("bad-gzip", [[s.Headers(headers=(("content-encoding", "gzip"),)), s.Raw(b"not gzip at all")]])
+    result = run(variant, FAST, url + URL)
+    assert isinstance(result.error, otel_liveness.MalformedStream)
+    assert isinstance(result.error, __import__(variant[0]).DecodingError)
+    assert "could not be decoded" in str(result.error) and provider.attempts("bad-gzip") == 1
+    assert [e.stop_reason.value for e in result.events if isinstance(e, otel_liveness.RequestEnded)] == ["malformed"]
+
+
 def test_credentials_never_reach_hooks_or_reports(variant, provider) -> None:  # type: ignore[no-untyped-def]
     url = provider.add("ok2", [[s.Headers(), *anthropic_reply("SECRET-COMPLETION")]])
     result = run(variant, FAST, url + URL)
