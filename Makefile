@@ -1,7 +1,9 @@
 # otel-liveness: everything a fresh machine needs is installed by these targets.
 #   make demo   -- the agent-shaped demo on the embedded simulated provider
-#   make test   -- the whole test suite (what .ci/run calls)
+#   make test   -- the whole test suite (what .ci/run calls), with coverage and its floor
 #   make test-pure -- the whole suite with the C extensions disabled (the pure-Python fallback)
+#   make test-under-load -- the timing-heavy tests, 5 runs, with every core held by a busy loop
+#   make mutate -- the mutation pass over the core (cosmic-ray; about an hour)
 #   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,7 +12,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: install demo test test-pure lint bench clean system-deps collector preview dashboards
+.PHONY: install demo test test-pure test-under-load mutate lint bench clean system-deps collector preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -42,9 +44,13 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# pytest's exit 5 ("no tests collected") is a failure here, not a pass.
+# pytest's exit 5 ("no tests collected") is a failure here, not a pass. Coverage is measured in the
+# run (subprocesses included) and its floor enforced (pyproject.toml [tool.coverage.report]);
+# COV_ARGS= runs without it (e.g. with a PYTEST_ARGS selection).
+COV_ARGS ?= --cov --cov-report=term
 test: install system-deps collector lint
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS); status=$$?; \
+	rm -f .coverage .coverage.*
+	$(BIN)/python -m pytest -q $(COV_ARGS) $(PYTEST_ARGS); status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 # The same suite on the pure-Python steady lane and bulk scanner (what an install without a C
@@ -52,6 +58,21 @@ test: install system-deps collector lint
 test-pure: install system-deps collector lint
 	OTEL_LIVENESS_PURE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS); status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
+
+# The tests whose verdicts depend on real time, run LOAD_RUNS times while a busy loop holds each
+# core (scripts/under_load.sh): every run must pass.
+LOAD_RUNS ?= 5
+LOAD_TESTS ?= tests/test_transport_wire.py tests/test_no_false_kills.py tests/test_reliability.py \
+	tests/test_telemetry.py tests/test_transport_misc.py tests/test_transport_sdk.py tests/test_sdk_matrix.py \
+	tests/test_soak.py tests/test_analyze_agrees.py tests/test_eventstream.py tests/test_lane.py tests/test_demo.py \
+	tests/test_examples.py tests/test_instrumentor.py
+test-under-load: install
+	scripts/under_load.sh $(LOAD_RUNS) $(BIN)/python -m pytest -q -p no:cacheprovider $(LOAD_TESTS) $(PYTEST_ARGS)
+
+# Mutation testing of the core with cosmic-ray (scripts/mutation.toml): a report and the list of
+# surviving mutants in .mutation/. Not part of make test (too slow).
+mutate: install
+	VENV=$(VENV) scripts/mutate.sh .mutation
 
 # Every figure of the README's table; each benchmark exits non-zero when its target is missed,
 # and all of them run regardless.

@@ -53,6 +53,33 @@ def fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def open_files() -> set[str]:
+    """What this process's descriptors point at (``socket:[inode]``, ``pipe:[inode]``, paths):
+    identities, so that a descriptor opened by the run can be told from one something else in the
+    process closed meanwhile."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the listing's own descriptor, already closed
+            pass
+    return found
+
+
+def thread_ids() -> set[int | None]:
+    return {t.ident for t in threading.enumerate()}
+
+
+async def files_left(before: set[str], timeout: float = 5.0) -> list[str]:
+    """Descriptors opened since ``before`` and still open, once asyncio has finished closing what
+    was closed (its transports close their sockets on a later loop iteration): wait until there are
+    none, or the timeout shows a leak, rather than count too early."""
+    deadline = time.monotonic() + timeout
+    while (left := open_files() - before) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return sorted(left)
+
+
 def cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -120,6 +147,7 @@ async def run_async(url: str, streams: int, waves: int, wrapped: bool, tel: Tele
     snapshots = []
     ok = 0
     cpu0, t0 = cpu(), time.monotonic()
+    fds_before, files_before = fds(), open_files()
     async with httpx2.AsyncClient(transport=transport, timeout=120) as client:
         for wave in range(waves):
             ok += await async_wave(client, url, streams)
@@ -127,7 +155,8 @@ async def run_async(url: str, streams: int, waves: int, wrapped: bool, tel: Tele
                 label = "start" if wave == 0 else ("end" if wave == waves - 1 else "middle")
                 snapshots.append(snapshot(label, tel, tasks=len(asyncio.all_tasks())))
     return {"ok": ok, "streams": streams * waves, "seconds": time.monotonic() - t0, "cpu_s": cpu() - cpu0,
-            "snapshots": snapshots}
+            "snapshots": snapshots, "max_connections": limits.max_connections,
+            "fds_before": fds_before, "fds_left_open": await files_left(files_before)}
 
 
 def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Policy) -> dict[str, Any]:
@@ -136,6 +165,8 @@ def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Poli
     snapshots = []
     ok = 0
     cpu0, t0 = cpu(), time.monotonic()
+    fds_before, files_before = fds(), open_files()
+    threads_before, ids_before = threading.active_count(), thread_ids()
     with httpx2.Client(transport=transport, timeout=120) as client, ThreadPoolExecutor(threads) as pool:
         def one(_: int) -> int:
             with client.stream("POST", url, json=BODY) as response:
@@ -147,7 +178,9 @@ def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Poli
                 label = "start" if wave == 0 else ("end" if wave == waves - 1 else "middle")
                 snapshots.append(snapshot(label, tel))
     return {"ok": ok, "streams": threads * waves, "seconds": time.monotonic() - t0, "cpu_s": cpu() - cpu0,
-            "snapshots": snapshots}
+            "snapshots": snapshots, "max_connections": limits.max_connections,
+            "fds_before": fds_before, "fds_left_open": sorted(open_files() - files_before),
+            "threads_before": threads_before, "threads_left": len(thread_ids() - ids_before), "thread_cap": threads}
 
 
 def soak(streams: int = 1000, waves: int = 6, threads: int = 200, thread_waves: int = 3,
@@ -163,7 +196,11 @@ def soak(streams: int = 1000, waves: int = 6, threads: int = 200, thread_waves: 
     try:
         tel = Telemetry()
         baseline = asyncio.run(run_async(url, streams, 1, False, None, policy))
+        threads_before, ids_before = threading.active_count(), thread_ids()
         wrapped = asyncio.run(run_async(url, streams, waves, True, tel, policy))
+        # asyncio.run joins the loop's executor threads (getaddrinfo): none may be left.
+        wrapped.update(threads_before=threads_before, threads_left=len(thread_ids() - ids_before),
+                       thread_cap=min(32, (os.cpu_count() or 1) + 4))
         tel.tracer_provider.force_flush()
         sync = run_threads(url, threads, thread_waves, tel, policy)
         tel.tracer_provider.force_flush()

@@ -201,6 +201,24 @@ class Prometheus:
         result = body["data"]["result"]
         return float(result[0]["value"][1]) if result else None
 
+    def last_scrape(self, job: str = "otelcol") -> float:
+        """When Prometheus last scraped ``job`` (the newest sample timestamp of its ``up``), 0 before any."""
+        return self.value(f'max(timestamp(up{{job="{job}"}}))') or 0.0
+
+    def wait_scrapes(self, n: int = 2, job: str = "otelcol", timeout: float = 60.0) -> float:
+        """Wait until ``job`` has been scraped ``n`` more times (each new scrape seen once); return
+        the time. A condition, not a fixed sleep: as long as a slow machine needs, no longer."""
+        seen = self.last_scrape(job)
+        deadline = time.monotonic() + timeout
+        while n > 0:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{n} more scrapes of {job} did not happen within {timeout}s")
+            time.sleep(0.1)
+            latest = self.last_scrape(job)
+            if latest > seen:
+                seen, n = latest, n - 1
+        return time.time()
+
     def wait_value(self, expr: str, predicate: Any, timeout: float = 40.0) -> float | None:
         deadline = time.monotonic() + timeout
         value = None

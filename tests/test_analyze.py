@@ -128,3 +128,18 @@ def test_giant_frame_is_malformed_not_memory(tmp_path, capsys) -> None:  # type:
     recs = [{"t": 0, "data": "data: " + "a" * 5000}]
     out = run_json(capsys, write(tmp_path, recs), "--max-frame-bytes", "1024")
     assert out["verdict"] == "malformed"
+
+
+def test_a_capture_ended_by_a_verdict_a_hair_early_replays_to_it() -> None:
+    # The transport judges a read that wakes within TOLERANCE before a deadline at the deadline
+    # (timers may fire a hair early; a loaded machine shifts its wake-ups). The capture's "end"
+    # record is that moment; the replay must reach the same verdict, not call it incomplete.
+    from otel_liveness.core.engine import TOLERANCE
+    from otel_liveness.tools.analyze import analyze as replay
+    from otel_liveness.tools.analyze import parse_capture as parse
+
+    frame = 'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\n'
+    start = json.dumps({"t": 0.0, "data": frame})
+    for end, verdict in ((0.3 - TOLERANCE / 2, "raw_silence"), (0.3 - 2 * TOLERANCE, "incomplete"), (0.3, "raw_silence")):
+        chunks = parse([start, f'{{"t": {end}, "end": true}}'])
+        assert replay(chunks, raw_idle=0.3, notice_every=None)["verdict"] == verdict, end

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from otel_liveness.core.engine import TOLERANCE
 from otel_liveness.core.events import AttemptEnded, Event
 from otel_liveness.core.eventstream import bedrock_exception
 from otel_liveness.testing import anthropic_reply
@@ -77,6 +78,24 @@ SCENARIOS: dict[str, tuple[list[list[Any]], dict[str, Any], str]] = {
 }
 
 
+def reader_paused(chunks: list[Any], policy: Any, body_size: int) -> bool:
+    """A read result (headers, bytes, the end of the body, an error) was taken after a wait longer
+    than the bound then in force -- the first-byte one until the body started, the raw one after:
+    had the reader been waiting in the read, the read would have ended at the bound. So the result
+    was waiting in the socket while the reader did not run."""
+    raw = policy.raw_idle_timeout
+    first_byte = policy.first_byte_bound(body_size, raw) or raw
+    last, started = 0.0, False  # the capture's times count from the attempt's request
+    for chunk in chunks:
+        if chunk.data == "end":
+            return False
+        if chunk.t - last > (raw if started else first_byte) + TOLERANCE:
+            return True
+        started = started or isinstance(chunk.data, bytes)
+        last = chunk.t
+    return False
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 @pytest.mark.parametrize("variant", [("httpx2", None), ("httpx2", "asyncio")], ids=["sync", "asyncio"])
 def test_analyze_replays_every_attempt_to_the_wire_verdict(name: str, variant: tuple[str, str | None], provider: Any,
@@ -98,9 +117,15 @@ def test_analyze_replays_every_attempt_to_the_wire_verdict(name: str, variant: t
         assert event.capture is not None
         wire = verdict_of(event.record, None)
         lines = list(capture_lines(event.capture))  # as the recorder writes it
-        replay = analyze(parse_capture(lines), provider=provider_name, policy=policy, body_size=body_size)
-        assert replay["verdict"] == wire, (event.record.index, lines)
-        assert replay["committed"] == event.record.committed
+        chunks = parse_capture(lines)
+        replay = analyze(chunks, provider=provider_name, policy=policy, body_size=body_size)
+        if (replay["verdict"], replay["committed"]) != (wire, event.record.committed):
+            # analyze replays reads without pauses. A reader starved of CPU (a loaded machine)
+            # takes what was waiting in the socket: the capture then shows a silence longer than
+            # the bound that the wire never saw. That, and only that, may make the replay differ --
+            # and then it judges that silence.
+            assert reader_paused(chunks, policy, body_size), (event.record.index, wire, replay["verdict"], lines)
+            assert replay["verdict"] in ("raw_silence", "first_byte_timeout"), (event.record.index, lines)
     # The recorder wrote every attempt that did not complete, and each file replays the same way.
     files = sorted(tmp_path.glob("*.jsonl"))
     assert len(files) == sum(1 for e in ended if e.record.outcome.value != "completed")  # type: ignore[union-attr]

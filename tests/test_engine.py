@@ -75,13 +75,13 @@ class Outcome:
 
 def drive(attempts: Sequence[Sequence[Step]], policy: Policy = POLICY, *, facts: RequestFacts | None = None,
           provider: str = "anthropic", exhausted: ExhaustedCache[Fail] | None = None,
-          cadence: CadenceMemory | None = None, read_gap: float = 0.0) -> Outcome:
+          cadence: CadenceMemory | None = None, read_gap: float = 0.0, hooks: Sequence[Any] = ()) -> Outcome:
     """Play ``attempts`` (the last repeats) through an engine as a driver would, reading without
     pauses (``read_gap``: the caller pauses that long before each body read). Waking reads are
     modelled as the drivers' network stream does: at the engine's hints."""
     out = Outcome()
     engine = Engine(policy, facts or RequestFacts(streaming=True, body_size=1000), 0.0, provider=provider,
-                    hooks=[out.events.append], exhausted=exhausted, cadence=cadence, wall_now=lambda: 1e9)
+                    hooks=[out.events.append, *hooks], exhausted=exhausted, cadence=cadence, wall_now=lambda: 1e9)
     out.engine = engine
     now = 0.0
     command: Command | bytes = engine.start(now)
@@ -152,6 +152,13 @@ def drive(attempts: Sequence[Sequence[Step]], policy: Policy = POLICY, *, facts:
             out.status = step[2]
             command = engine.headers(now, step[2], step[3] if len(step) > 3 else SSE)
         elif kind == "data":
+            # After the response, the drivers offer each read to the steady lane first (released
+            # as is when it takes it); everything else is the engine's to judge.
+            if responded and engine.lane.step(step[2], now):
+                out.body += step[2]
+                start = now
+                command = READ
+                continue
             command = engine.received(now, step[2])
         elif kind == "eof":
             command = engine.eof(now)
@@ -280,7 +287,17 @@ def test_in_band_error_after_content_releases_what_came_before_it() -> None:
     chunk = delta("lo") + anthropic_error("overloaded_error")  # content and the error in one read
     out = drive([[*stream(REPLY[:3], eof=False), ("data", 0.5, chunk), ("silence",)]])
     assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
+    assert out.error.kind == "error_event"  # type: ignore[union-attr]
     assert out.body == b"".join(REPLY[:3]) + delta("lo")
+
+
+def test_an_error_frame_split_across_reads_releases_none_of_its_second_part() -> None:
+    error = anthropic_error("overloaded_error")
+    out = drive([[*stream(REPLY[:3], eof=False), ("data", 0.5, delta("lo") + error[:10]), ("data", 0.6, error[10:]),
+                  ("silence",)]])
+    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
+    # The first read could not know its tail was an error frame; nothing after it is released.
+    assert out.body == b"".join(REPLY[:3]) + delta("lo") + error[:10]
 
 
 def test_content_and_error_in_the_first_read_reach_the_caller_then_the_truncation() -> None:
@@ -296,8 +313,9 @@ def test_wall_budget_stops_and_reports_the_budget() -> None:
 
 
 def test_wall_budget_during_a_backoff_is_not_slept_through() -> None:
-    out = drive([status(429, {"retry-after": "30"})], POLICY.replace(wall_timeout=2.0, max_retry_after=60.0))
-    assert error_type(out) is E.WallTimeout and out.sleeps == [2.0]
+    late_429 = [("headers", 0.5, 429, {"content-type": "application/json", "retry-after": "30"})]
+    out = drive([late_429], POLICY.replace(wall_timeout=2.0, max_retry_after=60.0))
+    assert error_type(out) is E.WallTimeout and out.sleeps == [1.5]  # what is left of the budget, not 30 s
 
 
 def test_caller_cancellation_ends_the_attempt_once() -> None:
@@ -312,6 +330,59 @@ def test_caller_cancellation_ends_the_attempt_once() -> None:
     assert [type(e).__name__ for e in events].count("AttemptEnded") == 1
     assert [type(e).__name__ for e in events].count("RequestEnded") == 1
     assert engine.published["stop_reason"] == "cancelled"
+
+
+def test_a_read_failing_after_the_caller_closed_is_not_the_providers_failure() -> None:
+    # Another thread closes the body under a blocked read: the read then fails. The request was
+    # already over (cancelled); the failure passes through as it came -- no truncation, no retry,
+    # and the report keeps its verdict.
+    for late in ("io_error", "timed_out"):
+        engine = Engine(POLICY, RequestFacts(streaming=True), 0.0, provider="anthropic")
+        engine.start(0.0)
+        engine.headers(0.1, 200, SSE)
+        assert isinstance(engine.received(0.2, START + BLOCK + delta("a")), Respond)
+        engine.closed(0.3)
+        exc = ConnectionResetError("closed under the read")
+        command = (engine.io_error(0.31, IOFailure.READ, exc) if late == "io_error"
+                   else engine.timed_out(0.31, TimeoutError("late")))
+        assert isinstance(command, Reraise) and command.exc is (exc if late == "io_error" else command.exc)
+        assert engine.published["stop_reason"] == "cancelled" and engine.published["cause"] == "closed"
+        assert [a["outcome"] for a in engine.published["attempts"]] == ["cancelled"]
+
+
+def test_eof_with_bytes_still_held_releases_them_when_the_reply_is_whole() -> None:
+    # Nothing committed yet (message_start and pings held), then the body ends with an end frame
+    # whose closing blank line is missing: the reply is whole, so the held bytes go out with it.
+    out = drive([stream([START, PING, END[:-1]])])
+    assert out.error is None and out.body == START + PING + END[:-1]
+    assert out.outcomes == ["completed"] and out.report["attempts"][0]["completion"] == "end_frame"
+    # ...but held bytes that end without an end frame are discarded and the attempt retried.
+    out = drive([stream([START, PING]), ok()])
+    assert out.error is None and out.body == b"".join(REPLY) and out.outcomes[0] == "provider_error"
+    assert out.report["attempts"][0]["retry_reason"] == "eof_before_content"
+
+
+def test_eof_with_held_bytes_of_a_wire_format_that_ends_at_eof_completes() -> None:
+    # A generic SSE stream has no end frame: its clean end is its end, held bytes and all.
+    body = [b": keep-alive\n\n", b"data: {\"x\": 1}\n\n"]
+    out = drive([stream(body)], provider="sse")
+    assert out.error is None and out.body == b"".join(body) and out.report["attempts"][0]["completion"] == "eof"
+
+
+def test_an_error_frame_in_the_same_read_as_the_first_content_after_held_bytes() -> None:
+    # message_start and a ping held, then one read with content and an in-band error: the held
+    # bytes and the content before the error frame are released, then the truncation.
+    chunk = BLOCK + delta("a") + anthropic_error("overloaded_error") + delta("never")
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START), ("data", 0.2, PING), ("data", 0.3, chunk)]])
+    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
+    assert out.body == START + PING + BLOCK + delta("a") == field_of(out, "prefix")
+    assert field_of(out, "partial")["content"][0]["text"] == "a"
+
+
+def test_an_error_frame_before_any_content_in_one_read_is_retried_with_nothing_released() -> None:
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + PING + anthropic_error("api_error") + BLOCK)], ok()])
+    assert out.error is None and out.body == b"".join(REPLY)
+    assert out.outcomes == ["provider_error", "completed"] and out.report["attempts"][0]["retry_reason"] == "server_error"
 
 
 # -- no false kills ----------------------------------------------------------------------------------
@@ -372,11 +443,14 @@ def test_a_stall_after_content_under_gzip_carries_the_decoded_prefix() -> None:
     assert zlib.decompressobj(31).decompress(out.body) == b"".join(REPLY[:4])  # what the client decodes
 
 
-@pytest.mark.parametrize("code", [301, 302, 307, 308])
+@pytest.mark.parametrize("code", [300, 301, 302, 307, 308, 399])
 def test_a_redirect_passes_through_untouched(code: int) -> None:
     out = drive([[("headers", 0.0, code, {"location": "https://elsewhere/v1/messages"})]])
     assert out.passthrough and out.status == code and out.sleeps == []
     assert out.report["stop_reason"] == "redirected" and out.outcomes == ["redirected"]
+    # ...also after a failed attempt: the request ends redirected, with no cause left over.
+    out = drive([status(529), [("headers", 0.0, code, {"location": "https://elsewhere/v1/messages"})]])
+    assert out.report["stop_reason"] == "redirected" and out.report["cause"] is None
 
 
 def test_a_json_body_on_a_streaming_request_is_released_not_retried() -> None:
@@ -474,6 +548,7 @@ def test_every_input_applies_the_lane_counts_first() -> None:
     public = [name for name, member in inspect.getmembers(Engine, inspect.isfunction) if not name.startswith("_")]
     inputs = [name for name in public if name not in ("raw_bound", "since")]
     assert inputs and all(getattr(getattr(Engine, name), "__liveness_input__", False) for name in inputs), inputs
+    assert all(getattr(Engine, name).__name__ == name and getattr(Engine, name).__doc__ for name in inputs)
 
 
 def test_each_attempt_and_the_request_end_exactly_once_whatever_happens() -> None:
@@ -516,3 +591,378 @@ def test_the_published_report_is_refreshed_in_place() -> None:
     assert published["stop_reason"] is None
     assert engine.eof(0.3) is COMPLETE and published["stop_reason"] == "completed"
     assert published["attempts"][0]["completion"] == Completion.END_FRAME
+
+
+# -- what the report and the errors say, exactly (each of these was a surviving mutant) --------------
+
+
+def started(policy: Policy = POLICY, facts: RequestFacts | None = None, hooks: Sequence[Any] = ()) -> tuple[Engine, Command]:
+    engine = Engine(policy, facts or RequestFacts(streaming=True, body_size=10), 0.0, provider="anthropic",
+                    hooks=hooks, wall_now=lambda: 1e9)
+    return engine, engine.start(0.0)
+
+
+def test_request_id_from_either_header_bounded() -> None:
+    out = drive([[("headers", 0.0, 200, {**SSE, "x-request-id": "x" * 300}), *ok()[1:]]])
+    assert out.report["attempts"][0]["request_id"] == "x" * 128
+    out = drive([[("headers", 0.0, 200, {**SSE, "request-id": "req_1", "x-request-id": "other"}), *ok()[1:]]])
+    assert out.report["attempts"][0]["request_id"] == "req_1"
+
+
+def test_the_socket_read_timeout_is_ours_unless_the_callers_is_shorter() -> None:
+    # Ours (the largest bound, 1 s) when the caller's is longer or equal: its expiry is wire silence.
+    for caller in (None, 1.0, 30.0):
+        engine, send = started(facts=RequestFacts(streaming=True, body_size=10, read_timeout=caller))
+        assert isinstance(send, Send) and send.read_timeout == 1.0
+        engine.headers(0.1, 200, SSE)
+        command = engine.timed_out(1.1, TimeoutError())
+        assert isinstance(command, Sleep) and engine.report.attempts[0].retry_reason == "raw_silence"
+    # The caller's own, shorter timeout: its expiry is a broken read, not our verdict.
+    engine, send = started(facts=RequestFacts(streaming=True, body_size=10, read_timeout=0.4))
+    assert isinstance(send, Send) and send.read_timeout == 0.4
+    engine.headers(0.1, 200, SSE)
+    assert isinstance(engine.timed_out(0.5, TimeoutError()), Sleep)
+    assert engine.report.attempts[0].retry_reason == "read_error"
+    # Shadow mode sets no timeout at all: nothing may end a read early.
+    _, send = started(POLICY.replace(shadow=True))
+    assert isinstance(send, Send) and send.read_timeout is None
+
+
+def test_a_timed_out_read_at_the_semantic_deadline_is_a_semantic_timeout() -> None:
+    # The read's own socket timeout (no waking stream) ended at the semantic deadline: the verdict
+    # is the clock's that ran out, not wire silence.
+    engine, _ = started(POLICY.replace(raw_idle_timeout=5.0, semantic_timeout=2.0, semantic_notice_interval=1.0,
+                                       max_attempts=1))
+    engine.headers(0.0, 200, SSE)
+    assert engine.received(0.1, START) is READ
+    assert engine.received(1.5, PING) is READ
+    command = engine.timed_out(2.0, TimeoutError())
+    assert isinstance(command, Fail) and command.fields["last_cause"] == "semantic_timeout"
+
+
+def test_shadow_mode_answers_at_the_headers_and_reports_what_it_would_have_done() -> None:
+    engine, _ = started(POLICY.replace(shadow=True))
+    assert isinstance(engine.headers(0.1, 200, SSE), Respond)  # nothing held: the response at once
+    # A silence longer than the raw bound, then the end of the body: observed, not enforced.
+    events: list[Event] = []
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a")), ("eof", 3.0)]],
+                POLICY.replace(shadow=True), hooks=[events.append])
+    verdicts = [(v.kind, v.enforced, v.committed) for v in events if isinstance(v, Verdict)]
+    assert out.error is None and verdicts == [(AttemptOutcome.RAW_SILENCE, False, True)]
+
+
+@pytest.mark.parametrize(("status_code", "stop"), [(400, "rejected"), (529, "exhausted")])
+def test_shadow_mode_reports_the_stop_it_would_have_had(status_code: int, stop: str) -> None:
+    out = drive([status(status_code)], POLICY.replace(shadow=True))
+    assert out.passthrough and out.report["stop_reason"] == stop and len(out.report["attempts"]) == 1
+
+
+def test_shadow_mode_error_frame_before_content_is_not_committed() -> None:
+    out = drive([stream([START, anthropic_error("overloaded_error")])], POLICY.replace(shadow=True))
+    attempt = out.report["attempts"][0]
+    assert out.error is None and out.body == START + anthropic_error("overloaded_error")  # passed through as it came
+    assert attempt["committed"] is False and attempt["outcome"] == "provider_error"
+
+
+def test_a_json_body_that_breaks_mid_body_is_reraised_as_it_came() -> None:
+    exc = ConnectionResetError("reset")
+    engine, _ = started()
+    assert isinstance(engine.headers(0.1, 200, {"content-type": "application/json"}), Respond)
+    assert engine.received(0.2, b'{"id": ') == b'{"id": '
+    assert engine.io_error(0.3, IOFailure.READ, exc) == Reraise(exc)
+    attempt = engine.published["attempts"][0]
+    assert attempt["committed"] is True and attempt["outcome"] == "truncated"
+    assert engine.published["stop_reason"] == "truncated" and engine.published["cause"] == "read_error"
+
+
+def test_a_non_streaming_request_is_retried_on_a_connect_error() -> None:
+    body = b'{"id": "msg_1"}'
+    json_ok = [("headers", 0.0, 200, {"content-type": "application/json"}), ("data", 0.1, body), ("eof", 0.2)]
+    out = drive([[("connect_error", 0.0)], json_ok], facts=RequestFacts(streaming=False, body_size=10))
+    assert out.error is None and out.body == body and out.outcomes == ["connection_error", "completed"]
+
+
+def test_closing_ends_the_attempt_once_and_only_while_open() -> None:
+    events: list[Event] = []
+    engine, _ = started(hooks=[events.append])
+    engine.headers(0.1, 200, SSE)
+    engine.received(0.2, START + BLOCK + delta("a"))
+    engine.closed(0.3)
+    engine.closed(0.4)
+    assert engine.published["stop_reason"] == "cancelled" and engine.published["cause"] == "closed"
+    assert [type(e).__name__ for e in events].count("AttemptEnded") == 1
+    # Closed after the end frame: the reply was whole.
+    engine, _ = started()
+    engine.headers(0.1, 200, SSE)
+    engine.received(0.2, b"".join(REPLY))
+    engine.closed(0.3)
+    assert engine.published["stop_reason"] == "completed"
+    # Closed before anything started: nothing to end.
+    engine = Engine(POLICY, RequestFacts(streaming=True), 0.0, provider="anthropic")
+    engine.closed(0.1)
+    assert engine.published["stop_reason"] is None
+
+
+def test_frames_held_before_content_are_bounded_exactly() -> None:
+    policy = POLICY.replace(max_frame_bytes=4 * len(PING))
+    out = drive([stream([START[:0] + PING * 4, *REPLY[1:]])], policy)  # exactly the bound: held, then released
+    assert out.error is None
+    out = drive([stream([PING * 4 + b":x\n\n"])], policy)  # one byte... and more over it
+    assert error_type(out) is E.MalformedStream and out.report["stop_reason"] == "malformed"
+    out = drive([stream([PING * 4, b"\n"])], policy)  # one byte over
+    assert error_type(out) is E.MalformedStream
+
+
+def test_error_messages_name_attempts_and_cause() -> None:
+    out = drive([[("headers", 0.0, 200, SSE), ("silence",)]])
+    assert out.error.args == ("provider failed after 3 attempts; last cause: raw_silence",)  # type: ignore[union-attr]
+    out = drive([[("headers", 0.0, 200, SSE), ("silence",)]], POLICY.replace(max_attempts=1))
+    assert out.error.args == ("provider failed after 1 attempt; last cause: raw_silence",)  # type: ignore[union-attr]
+    out = drive([stream([START, anthropic_error("invalid_request_error")], eof=False)])
+    assert error_type(out) is E.ProviderError and out.report["stop_reason"] == "rejected"
+    assert out.error.args == (  # type: ignore[union-attr]
+        "provider rejected the request after 1 attempt; last cause: error_event:invalid_request_error",)
+
+
+def test_wall_budget_messages_and_the_attempt_it_ended() -> None:
+    slow = stream([START, BLOCK, *[delta("x")] * 50], every=0.3)
+    out = drive([slow], POLICY.replace(wall_timeout=2.0))
+    assert out.error.args == ("wall-clock budget of 2s expired after content was released",)  # type: ignore[union-attr]
+    assert out.outcomes == ["wall_budget"] and field_of(out, "prefix") == out.body
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START), ("silence",)]],
+                POLICY.replace(wall_timeout=0.5, raw_idle_timeout=5.0))
+    assert out.error.args == ("wall-clock budget of 0.5s expired before any content",)  # type: ignore[union-attr]
+    assert out.outcomes == ["wall_budget"] and field_of(out, "committed") is False
+
+
+def test_the_report_phase_cause_and_counts() -> None:
+    out = drive([status(529), ok()])
+    assert out.report["cause"] is None and out.report["attempts"][1]["phase"] == "done"  # completed: no cause left
+    assert out.report["attempts"][0]["phase"] != "done"
+    out = drive([[*stream(REPLY[:4], eof=False), ("silence",)]])
+    assert out.report["cause"] == "raw_silence" and out.report["attempts"][0]["phase"] == "streaming"
+
+
+def test_a_capture_ends_with_a_marker_only_when_the_attempt_ended_otherwise() -> None:
+    policy = POLICY.replace(capture_dir="/nonexistent")  # the engine keeps it; the transport's recorder writes it
+    captures = []
+
+    def keep(event: Event) -> None:
+        if isinstance(event, AttemptEnded):
+            captures.append([item for _, item in event.capture or ()])
+
+    drive([ok()], policy, hooks=[keep])  # ended by EOF: the last record is the EOF
+    drive([[*stream(REPLY[:4], eof=False), ("silence",)]], policy, hooks=[keep])  # ended by a verdict
+    drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START), ("reset", 0.2)], ok()], policy, hooks=[keep])
+    assert captures[0][-1] is None and captures[0].count("end") == 0
+    assert captures[1][-1] == "end" and captures[1][-2] == REPLY[3]
+    assert captures[2][-1] == "read_error"  # the failed attempt's own marker, no "end" after it
+    assert captures[3][-1] is None
+
+
+def test_cadence_is_remembered_only_when_learning() -> None:
+    pings = [("data", 0.1 + 0.1 * i, PING) for i in range(5)]
+    steps = [("headers", 0.0, 200, SSE), ("data", 0.05, START), *pings,
+             *[("data", 0.7 + 0.01 * i, part) for i, part in enumerate(REPLY[1:])], ("eof", 1.0)]
+    facts = RequestFacts(streaming=True, host="api.example")
+    memory = CadenceMemory()
+    drive([steps], POLICY, facts=facts, cadence=memory)
+    assert memory.learned("api.example") is None
+    drive([steps], ADAPTIVE, facts=facts, cadence=memory)
+    assert memory.learned("api.example") == pytest.approx(0.1)
+
+
+def test_a_raising_hook_is_counted_and_reported_and_changes_nothing() -> None:
+    seen: list[tuple[Any, Exception]] = []
+
+    def bad(event: Event) -> None:
+        raise RuntimeError("hook bug")
+
+    engine = Engine(POLICY, RequestFacts(streaming=True), 0.0, provider="anthropic", hooks=[bad],
+                    on_hook_error=lambda hook, exc: seen.append((hook, exc)))
+    engine.start(0.0)
+    engine.headers(0.1, 200, SSE)
+    assert isinstance(engine.received(0.2, b"".join(REPLY)), Respond) and engine.eof(0.3) is COMPLETE
+    # RequestStarted, AttemptStarted, AttemptEnded, RequestEnded
+    assert engine.hook_errors == 4 == len(seen) and all(hook is bad for hook, _ in seen)
+
+
+def test_times_in_the_report_are_relative_to_the_request_and_the_attempt() -> None:
+    policy = POLICY.replace(capture_dir="/nonexistent")
+    captures: list[Any] = []
+    engine = Engine(policy, RequestFacts(streaming=True, body_size=10), 100.0, provider="anthropic",
+                    hooks=[lambda e: captures.append(e.capture) if isinstance(e, AttemptEnded) else None])
+    assert isinstance(engine.start(100.0), Send)
+    assert isinstance(engine.headers(100.5, 529, {}), Sleep)
+    assert isinstance(engine.slept(101.0), Send)
+    engine.headers(101.25, 200, SSE)
+    engine.received(101.5, b"".join(REPLY))
+    assert engine.eof(102.0) is COMPLETE
+    first, second = engine.published["attempts"]
+    assert (first["started"], second["started"]) == (0.0, 1.0) and engine.published["duration"] == 2.0
+    assert (first["duration"], second["duration"]) == (0.5, 1.0) and second["raw_idle"] == 0.5
+    assert [t for t, _ in captures[1]] == [0.25, 0.5, 1.0]  # since that attempt's request was sent
+    assert second["semantic_idle"] == 0.0 and second["phase"] == "done"
+
+
+def test_notices_all_come_when_one_read_ends_several_intervals() -> None:
+    events: list[Event] = []
+    engine, _ = started(hooks=[events.append])
+    engine.headers(0.0, 200, SSE)
+    assert engine.received(0.1, START) is READ
+    assert engine.received(2.2, PING) is READ  # 0.5 s notices: due at 0.5, 1.0, 1.5 and 2.0
+    assert [e.number for e in events if isinstance(e, SemanticNotice)] == [1, 2, 3, 4]
+
+
+def test_a_read_timeout_before_the_first_byte_is_the_first_byte_verdict() -> None:
+    engine, send = started(POLICY.replace(first_byte_timeout=3.0))
+    assert isinstance(send, Send) and send.read_timeout == 3.0
+    command = engine.timed_out(3.0, TimeoutError())  # the socket's own timeout, not a waking read
+    assert isinstance(command, Sleep)
+    record = engine.report.attempts[0]
+    assert record.error_type == "first_byte_timeout" and record.retry_reason == "first_byte_timeout"
+
+
+def test_enforced_verdicts_say_so() -> None:
+    events: list[Event] = []
+    drive([[*stream(REPLY[:4], eof=False), ("silence",)]], hooks=[events.append])
+    assert [(v.kind, v.enforced, v.committed) for v in events if isinstance(v, Verdict)] == [
+        (AttemptOutcome.RAW_SILENCE, True, True)]
+
+
+def test_shadow_mode_observes_a_late_first_byte_at_its_bound() -> None:
+    events: list[Event] = []
+    steps = [("headers", 0.0, 200, SSE), *[("data", 3.0 + 0.01 * i, part) for i, part in enumerate(REPLY)], ("eof", 3.5)]
+    out = drive([steps], POLICY.replace(shadow=True, first_byte_timeout=2.0, raw_idle_timeout=10.0), hooks=[events.append])
+    (verdict,) = [v for v in events if isinstance(v, Verdict)]
+    assert out.error is None and (verdict.kind, verdict.enforced, verdict.at) == (AttemptOutcome.RAW_SILENCE, False, 2.0)
+    assert out.report["attempts"][0]["error_type"] == "first_byte_timeout"
+
+
+def test_shadow_mode_keeps_the_first_failure_and_passes_read_errors_through() -> None:
+    # Whole on the wire, but two error frames on the way: reported with the first.
+    both = stream([START, anthropic_error("overloaded_error"), anthropic_error("api_error"), *REPLY[1:]])
+    out = drive([both], POLICY.replace(shadow=True))
+    assert out.error is None and out.report["attempts"][0]["error_type"] == "overloaded_error"
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a")), ("reset", 0.2)]],
+                POLICY.replace(shadow=True))
+    assert isinstance(out.error, ConnectionResetError) and out.outcomes == ["truncated"]
+
+
+def test_a_late_stream_on_a_non_streaming_request_is_scanned() -> None:
+    out = drive([stream([START, PING, *REPLY[1:]])], facts=RequestFacts(streaming=False, body_size=10))
+    attempt = out.report["attempts"][0]
+    assert out.error is None and attempt["heartbeats"] == 1 and attempt["completion"] == "end_frame"
+
+
+def test_a_stream_in_an_encoding_it_cannot_read_is_released_as_it_comes() -> None:
+    out = drive([[("headers", 0.0, 200, {**SSE, "content-encoding": "x-unknown"}), ("data", 0.1, b"\x00\x01opaque"),
+                  ("eof", 0.2)]])
+    attempt = out.report["attempts"][0]
+    assert out.error is None and out.body == b"\x00\x01opaque"
+    assert attempt["heartbeats"] == 0 and attempt["frames"] == 0 and attempt["completion"] == "eof"
+
+
+def test_commands_and_decisions_are_immutable_values() -> None:
+    import dataclasses
+
+    from otel_liveness.core import commands, retry
+
+    classes = [commands.Send, commands.Sleep, commands.Respond, commands.Fail, commands.Reraise, commands.Complete,
+               commands.Release, retry.Failure, retry.Retry, retry.GiveUp, retry.Reject, retry.Truncate, retry.RetryState]
+    for cls in classes:
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        assert params.frozen and "__slots__" in cls.__dict__, cls
+    assert dataclasses.is_dataclass(commands.Read)
+
+
+def test_the_task_being_cancelled_ends_the_attempt_as_cancelled() -> None:
+    engine, _ = started()
+    engine.headers(0.1, 200, SSE)
+    engine.received(0.2, START + BLOCK + delta("a"))
+    engine.abandoned(0.3, KeyboardInterrupt())
+    assert engine.published["stop_reason"] == "cancelled" and engine.published["cause"] == "cancelled"
+    assert engine.published["attempts"][0]["error_type"] == "KeyboardInterrupt"
+    assert engine.woke(5.0, 0.3) is False  # an ended attempt has nothing due
+
+
+def test_notice_counts_in_the_report_match_the_notices() -> None:
+    events: list[Event] = []
+    policy = POLICY.replace(first_byte_timeout="auto", first_byte_base=3.0, first_byte_max=3.0)
+    steps = [("headers", 0.0, 200, SSE), ("data", 1.2, START), *[("data", 1.3 + 0.1 * i, PING) for i in range(20)],
+             *[("data", 3.5 + 0.01 * i, part) for i, part in enumerate(REPLY[1:])], ("eof", 4.0)]
+    out = drive([steps], policy, hooks=[events.append])
+    notices = [e for e in events if isinstance(e, SemanticNotice)]
+    prefill = [e for e in notices if e.kind is NoticeKind.PREFILL]
+    attempt = out.report["attempts"][0]
+    assert attempt["notices"] == len(notices) > len(prefill) == attempt["prefill_notices"] == 2
+
+
+def test_an_exhausted_request_is_remembered_for_sdk_retries_only() -> None:
+    cache: ExhaustedCache[Fail] = ExhaustedCache()
+    drive([[("silence",)]], facts=RequestFacts(streaming=True, key="k"), exhausted=cache)
+    again = Engine(POLICY, RequestFacts(streaming=True, key="k", sdk_retry=True), 1.0, provider="anthropic", exhausted=cache)
+    assert isinstance(again.start(1.0), Fail) and again.ended
+    fresh = Engine(POLICY, RequestFacts(streaming=True, key="k", sdk_retry=False), 1.0, provider="anthropic", exhausted=cache)
+    assert isinstance(fresh.start(1.0), Send) and not fresh.ended  # the application's own new request
+    unkeyed = Engine(POLICY, RequestFacts(streaming=True, key=None, sdk_retry=True), 1.0, provider="anthropic",
+                     exhausted=cache)
+    assert isinstance(unkeyed.start(1.0), Send)
+
+
+@pytest.mark.parametrize(("code", "retried"), [(300, True), (302, True), (200, False)])
+def test_x_should_retry_true_makes_a_3xx_a_failure_but_not_a_2xx(code: int, retried: bool) -> None:
+    headers = {"content-type": "application/json", "x-should-retry": "true"}
+    first = [("headers", 0.0, code, headers), ("data", 0.1, b"{}"), ("eof", 0.2)]
+    out = drive([first, ok()])
+    assert (len(out.report["attempts"]) == 2) is retried and out.report["stop_reason"] == "completed"
+
+
+def test_a_json_answer_to_a_streaming_request_is_judged_as_a_json_body() -> None:
+    # Slower than the raw bound: a JSON body is silent until complete, so only the non-streaming
+    # bound (off by default) applies to it.
+    body = b'{"id": "msg_1"}'
+    out = drive([[("headers", 0.0, 200, {"content-type": "application/json"}), ("data", 3.0, body), ("eof", 3.1)]])
+    assert out.error is None and out.body == body and out.outcomes == ["completed"]
+    # Released at its headers: a break before its first byte is after the release.
+    exc = ConnectionResetError("reset")
+    out = drive([[("headers", 0.0, 200, {"content-type": "application/json"}), ("reset", 0.1)]])
+    assert out.error is exc or isinstance(out.error, ConnectionResetError)
+    assert out.report["attempts"][0]["committed"] is True and out.outcomes == ["truncated"]
+
+
+def test_shadow_mode_observes_a_silence_that_ends_in_a_reset() -> None:
+    events: list[Event] = []
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a")), ("reset", 3.0)]],
+                POLICY.replace(shadow=True), hooks=[events.append])
+    assert isinstance(out.error, ConnectionResetError)
+    assert [(v.kind, v.enforced) for v in events if isinstance(v, Verdict)] == [(AttemptOutcome.RAW_SILENCE, False)]
+
+
+def test_shadow_mode_content_before_an_error_in_one_read_is_committed() -> None:
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a") + anthropic_error("api_error")),
+                  ("eof", 0.2)]], POLICY.replace(shadow=True))
+    assert out.error is None and out.report["attempts"][0]["committed"] is True
+    assert out.outcomes == ["truncated"]
+
+
+def test_the_socket_read_timeout_never_outlasts_the_wall_budget() -> None:
+    engine, send = started(POLICY.replace(wall_timeout=0.5))
+    assert isinstance(send, Send) and send.read_timeout == 0.5
+    assert isinstance(engine.headers(0.2, 529, {}), Sleep)
+    again = engine.slept(0.3)
+    assert isinstance(again, Send) and again.read_timeout == pytest.approx(0.2)
+
+
+def test_a_body_that_cannot_be_decoded_is_a_typed_malformed_error() -> None:
+    out = drive([[("headers", 0.0, 200, {**SSE, "content-encoding": "gzip"}), ("data", 0.1, b"not gzip at all"),
+                  ("eof", 0.2)]])
+    assert error_type(out) is E.MalformedStream and out.report["stop_reason"] == "malformed"
+    assert out.error.args[0].startswith("the body could not be decoded: ")  # type: ignore[union-attr]
+
+
+def test_the_report_takes_the_model_and_stop_reason_from_the_stream() -> None:
+    out = drive([ok()], facts=RequestFacts(streaming=True, body_size=10, model=None))
+    assert out.report["model"] == "m" and out.report["stop_detail"] == "end_turn"
+    out = drive([ok()], facts=RequestFacts(streaming=True, body_size=10, model="requested"))
+    assert out.report["model"] == "requested"

@@ -38,11 +38,26 @@ def run(code_or_path: str | pathlib.Path, server: SimulatedProvider) -> subproce
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
+# What each example prints against the scenario above (the reply, after three pings).
+EXPECTED = {
+    "anthropic_async.py": ["Example answer."],
+    "anthropic_sync.py": ["Example answer.", "3 heartbeats"],
+    "openai_chat.py": ["Example answer."],
+}
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(path: pathlib.Path, server) -> None:  # type: ignore[no-untyped-def]
     proc = run(path, server)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "Example answer." in proc.stdout or "completed" in proc.stdout
+    lines = proc.stdout.splitlines()
+    if path.name == "plain_httpx.py":
+        # Every liveness fact as it happens, then the stop reason; the pings arrive in one to
+        # three reads (a read may carry more than one), one Heartbeats event per read.
+        assert lines[:2] == ["RequestStarted", "AttemptStarted"] and lines[-3:] == ["AttemptEnded", "RequestEnded", "completed"]
+        assert 1 <= len(lines[2:-3]) <= 3 and set(lines[2:-3]) == {"Heartbeats"}, lines
+    else:
+        assert lines == EXPECTED[path.name], lines
 
 
 def readme_blocks() -> list[str]:
@@ -61,3 +76,7 @@ def test_readme_has_runnable_blocks() -> None:
 def test_readme_block_runs(index: int, server) -> None:  # type: ignore[no-untyped-def]
     proc = run(readme_blocks()[index], server)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "Example answer.", lines  # every block prints the reply first
+    if "heartbeats" in readme_blocks()[index]:
+        assert lines[1:] == ["completed 3 heartbeats"], lines

@@ -93,8 +93,7 @@ def library_series(text: str, job: str | None = None) -> int:
 def settle(prom: Prometheus, expr: str, expected: float, timeout: float = 60.0) -> float:
     """Wait until ``expr`` equals ``expected`` and two more scrapes have happened; return the time."""
     prom.wait_value(expr, lambda v: v == expected, timeout=timeout)
-    time.sleep(2.5)
-    return time.time()
+    return prom.wait_scrapes(2)
 
 
 def window_exprs() -> dict[str, str]:
@@ -195,9 +194,12 @@ def test_storm_of_short_lived_processes_pages_with_model_summary_and_runbook(sta
     thread = threading.Thread(target=storm_loop, daemon=True)
     thread.start()
     try:
+        # The storm goes on until the alert fires: how long that takes depends on how fast this
+        # machine starts the storm's processes (a condition, with a generous ceiling).
         prom.wait_value('count(ALERTS{alertname="RawIdleStorm",alertstate="firing",gen_ai_provider_name="anthropic",'
-                        'gen_ai_request_model="claude-sim-1"})', lambda v: v == 1, timeout=90 if SCALE > 1 else 900)
-        fired = time.time() - storm_start
+                        'gen_ai_request_model="claude-sim-1"})', lambda v: v == 1, timeout=300 if SCALE > 1 else 900)
+        fired_at = time.time()
+        fired = fired_at - storm_start
         deadline = time.monotonic() + (60 if SCALE > 1 else 300)
         while time.monotonic() < deadline and not hook.received:
             time.sleep(0.2)
@@ -219,19 +221,31 @@ def test_storm_of_short_lived_processes_pages_with_model_summary_and_runbook(sta
     print(f"\ntime to page (rules scaled {SCALE}x, Alertmanager group_wait {max(1, 30 // SCALE)}s): "
           f"firing {fired:.1f}s, webhook {time_to_page:.1f}s after the storm's first process started "
           f"({len(storm)} storm processes); summary: {summary!r}")
-    # Bound (scaled): the 10m window passing 25 % and 20 attempts/min within seconds, for: 2m (4 s),
-    # group_wait (1 s), scrapes and evaluations every second -- on a loaded 2-core machine. Shipped:
-    # the 10m volume floor (~1 min at this storm's rate), for: 2m, 15 s scrapes and evaluations,
-    # group_wait 30 s.
-    assert time_to_page < (90 if SCALE > 1 else 600)
+    # Once firing, the page follows within Alertmanager's group_wait (1 s scaled, 30 s shipped) plus
+    # an evaluation and a notification -- measured from the firing, which itself came when the storm
+    # (paced by this machine) filled the 10m window past 25 % and 20 attempts/min for 2m.
+    assert arrived - fired_at < (30 if SCALE > 1 else 120), arrived - fired_at
+    assert time_to_page < (300 if SCALE > 1 else 900)
 
 
 def test_series_budget_does_not_grow_with_processes(stack: Stack) -> None:
     n = int(os.environ.get("OTEL_LIVENESS_FLEET_PROCESSES", "16"))
-    before = scrape_families(stack.collector.scrape())
+    scraped = stack.collector.scrape()
+    before = scrape_families(scraped)
+    before_attempts = sum(float(line.rsplit(" ", 1)[1]) for line in scraped.splitlines()
+                          if line.startswith("liveness_attempts_total{") and 'job="fleet-short"' in line)
     results = run_fleet(stack.collector.otlp_http, [[MIX[i % len(MIX)]] for i in range(n)], service="fleet-short",
                         parallel=3, timeout=900)
-    time.sleep(3)
+    # Every process's last export has arrived (the gateway's count grew by what they served).
+    grown = 0.0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        grown = sum(float(line.rsplit(" ", 1)[1]) for line in stack.collector.scrape().splitlines()
+                    if line.startswith("liveness_attempts_total{") and 'job="fleet-short"' in line)
+        if grown - before_attempts == fleet_total(results):
+            break
+        time.sleep(0.2)
+    assert grown - before_attempts == fleet_total(results)
     text = stack.collector.scrape()
     after = scrape_families(text)
     assert sum(r["served_attempts"] for r in results) == fleet_total(results)

@@ -97,12 +97,17 @@ def test_sync_close_from_another_thread_ends_the_attempt(provider) -> None:  # t
     timer = threading.Timer(0.1, response.close)
     timer.start()
     started = time.monotonic()
-    with pytest.raises(Exception):  # noqa: B017 - the read fails once the response is closed under it
+    with pytest.raises(Exception) as caught:  # the read fails once the response is closed under it
         for _ in response.iter_raw():
             pass
+    # ...as the HTTP library's own error: the caller closed it, so no liveness verdict (truncation).
+    assert otel_liveness.liveness_error(caught.value) is None, caught.value
     assert time.monotonic() - started < 1.5  # honoured promptly (the stream would run 2 s)
+    # close() ends the attempt (as cancelled) before it closes the socket under the read, so the
+    # read's failure that follows finds the attempt over: never reported as a truncation.
     ended = [e for e in events if isinstance(e, otel_liveness.AttemptEnded)]
-    assert len(ended) == 1 and ended[0].record.outcome.value in ("cancelled", "truncated")
+    assert [e.record.outcome.value for e in ended] == ["cancelled"]
+    assert [e.stop_reason.value for e in events if isinstance(e, otel_liveness.RequestEnded)] == ["cancelled"]
     client.close()
 
 
@@ -117,6 +122,12 @@ FAULT_POLICY = FAST.replace(raw_idle_timeout=0.2, max_attempts=2)
 DEADLINE = 2 * 0.2 + 0.1 + 1.0  # two attempts' raw bound + backoff + tolerance
 
 
+def complete_content_frame(data: bytes) -> bool:
+    """``data`` holds a whole Anthropic content frame (one that commits the stream)."""
+    frames = data.split(b"\n\n")[:-1]  # the last piece is not terminated
+    return any(f.startswith((b"event: content_block_", b"event: message_delta")) for f in frames)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_resets_at_random_offsets(provider, seed) -> None:  # type: ignore[no-untyped-def]
     body = reply_bytes()
@@ -126,12 +137,21 @@ def test_resets_at_random_offsets(provider, seed) -> None:  # type: ignore[no-un
     result = run(("httpx2", None), FAULT_POLICY, url + "/v1/messages")
     elapsed = time.monotonic() - started
     assert elapsed < DEADLINE
-    committed = b"content_block_delta" in body[:cut].split(b"\n\n", 2)[-1] or b"content_block_start" in body[:cut]
-    if result.error is None:
-        raise AssertionError("a reset stream must not complete")
-    assert isinstance(result.error, (otel_liveness.StreamTruncated, otel_liveness.ProviderError)), result.error
-    if isinstance(result.error, otel_liveness.StreamTruncated):
-        assert committed and result.error.prefix == result.body
+    error = result.error
+    if isinstance(error, otel_liveness.StreamTruncated):
+        # Content was released: exactly the bytes the caller read, a prefix of what was sent that
+        # holds a whole content frame; one attempt, never retried.
+        assert complete_content_frame(body[:cut]) and complete_content_frame(result.body)
+        assert error.prefix == result.body == body[: len(result.body)] and error.released == len(result.body)
+        assert error.cause == "read_error" and provider.attempts(f"reset{seed}") == 1
+        assert result.report is not None and result.report["stop_reason"] == "truncated"
+    else:
+        # Nothing was committed: no response, no byte, every attempt spent on the same reset. (A
+        # reset can discard bytes the client had not read yet, so a cut after content may land here.)
+        assert isinstance(error, otel_liveness.ProviderError), error
+        assert result.status is None and result.body == b"" and result.report is None
+        assert error.attempts == FAULT_POLICY.max_attempts == provider.attempts(f"reset{seed}")
+        assert error.last_cause == "read_error"
 
 
 @pytest.mark.parametrize(
@@ -236,14 +256,16 @@ def test_an_exporter_that_raises_is_dropped_and_counted(provider) -> None:  # ty
 
 
 def _feed_time(n: int, chunk: bytes) -> float:
+    """CPU time of this thread feeding ``n`` chunks (best of 5): time the scheduler gave other
+    processes is not counted, so a loaded machine does not distort the ratio."""
     best = float("inf")
-    for _ in range(3):
+    for _ in range(5):
         scanner = SSEScanner(1 << 26)
-        started = time.perf_counter()
+        started = time.thread_time()
         scanner.feed(b"data: ")
         for _ in range(n):
             scanner.feed(chunk)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.thread_time() - started)
     return best
 
 

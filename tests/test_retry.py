@@ -66,6 +66,7 @@ def test_pre_content_failures_retry_with_backoff(failure: Failure, reason: Retry
         status(403),
         status(404),
         status(413),
+        status(499),  # not a server error: nginx's "client closed the request"
         status(500, **{"x-should-retry": "false"}),  # x-should-retry wins over the status
         status(429, **{"x-should-retry": "false"}),
         Failure(FailureKind.ERROR_EVENT, error_type="invalid_request_error"),
@@ -125,13 +126,19 @@ def test_backoff_formula_and_cap() -> None:
         ({"retry-after-ms": "250.5", "retry-after": "9"}, (0.2505, DelaySource.RETRY_AFTER_MS)),  # ms first
         ({"retry-after-ms": "junk", "retry-after": "3"}, (3.0, DelaySource.RETRY_AFTER)),  # garbage ms skipped
         ({"retry-after": "1.25"}, (1.25, DelaySource.RETRY_AFTER)),  # float seconds
+        ({"retry-after": "1"}, (1.0, DelaySource.RETRY_AFTER)),  # the common case: whole seconds
+        ({"retry-after": "0.5"}, (0.5, DelaySource.RETRY_AFTER)),
         ({"retry-after": " 7 "}, (7.0, DelaySource.RETRY_AFTER)),
         ({"retry-after": "86400"}, (60.0, DelaySource.RETRY_AFTER)),  # huge: capped
         ({"retry-after-ms": "1e12"}, (60.0, DelaySource.RETRY_AFTER_MS)),
         ({"retry-after": "Tue, 14 Nov 2023 22:13:40 GMT"}, (20.0, DelaySource.RETRY_AFTER_DATE)),  # NOW + 20 s
         ({"retry-after": "Tue, 14 Nov 2023 22:13:00 GMT"}, None),  # a date in the past
+        ({"retry-after": "Tue, 14 Nov 2023 22:13:20 GMT"}, None),  # now: no delay to honour
+        ({"retry-after": "Tue, 14 Nov 2023 22:13:21 GMT"}, (1.0, DelaySource.RETRY_AFTER_DATE)),  # a second from now
         ({"retry-after": "Mon, 01 Jan 2024 00:00:00 GMT"}, (60.0, DelaySource.RETRY_AFTER_DATE)),  # far future: capped
         ({"retry-after": "soon"}, None),
+        ({"retry-after": "Tue, 14 Nov 99999 22:13:21 GMT"}, None),  # a year out of range (ValueError)
+        ({"retry-after": "Tue, 14 Nov 9999999999 22:13:21 GMT"}, None),  # overflows the platform's time
         ({"retry-after": "-5"}, None),
         ({"retry-after": "0"}, None),
         ({"retry-after": "inf"}, None),

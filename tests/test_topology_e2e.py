@@ -133,7 +133,8 @@ def test_two_agents_two_gateways_exact_counts_and_a_gateway_restart(topo: Topolo
              what="exact attempt spans after the restart")
     wait_for(lambda: sum(sum(per) for per in attempt_spans(topo.backends).values()) == truth1 + truth2,
              what="the traces backends receiving every attempt span after the restart")
-    time.sleep(3)  # settled: nothing more arrives late (no duplicates)
+    # Settled: nothing more arrives late (no duplicates) over three more scrapes of the gateways.
+    topo.prom.wait_scrapes(3)
     assert total(g0, "liveness_attempts_total", "topo") + g1_before + total(g1, "liveness_attempts_total", "topo") \
         == truth1 + truth2
     traces = attempt_spans(topo.backends)
@@ -200,7 +201,7 @@ def test_a_process_moving_between_gateways_counts_once(topo: Topology) -> None:
         wait_for(lambda: both() == warm, what="the warm-up")
         topo.prom.wait_value('count(liveness_attempts_total{job="mover"})', lambda v: v == 4)  # 2 outcomes x 2 gateways
         topo.prom.wait_value('sum(liveness_attempts_total{job="mover"})', lambda v: v == warm)
-        time.sleep(2.5)
+        topo.prom.wait_scrapes(2)  # the warm-up's last value is in the TSDB before the window starts
         start = time.time()
         sent = send(provider, g0, 40) + send(provider, g1, 40)  # the move
     wait_for(lambda: both() == warm + sent, what="the mover's attempts")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import socket
 import subprocess
 import sys
 
@@ -46,15 +47,58 @@ def test_wrap_rejects_other_objects() -> None:
         otel_liveness.wrap(object())
 
 
-def test_family_classes_build_a_default_transport_with_keepalives() -> None:
-    from otel_liveness.httpx2 import AsyncLivenessTransport, LivenessTransport
+KEEPALIVES = {  # the anthropic/openai SDKs' values: probe after 60 s idle, every 60 s, 5 probes
+    (socket.SOL_SOCKET, socket.SO_KEEPALIVE): 1,
+    (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE): 60,
+    (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL): 60,
+    (socket.IPPROTO_TCP, socket.TCP_KEEPCNT): 5,
+}
 
-    transport = LivenessTransport(policy=FAST)
-    pool = transport.inner._pool
-    assert (6, 9, 1) in [tuple(o) for o in pool._socket_options] or any(o[1] == 9 for o in pool._socket_options)
-    assert isinstance(AsyncLivenessTransport().inner, httpx2.AsyncHTTPTransport)
+
+@pytest.mark.parametrize("family", ["httpx", "httpx2"])
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_family_classes_build_a_default_transport_with_keepalives(provider, family, is_async) -> None:  # type: ignore[no-untyped-def]
+    import importlib
+
+    import anyio
+
+    x = importlib.import_module(family)
+    classes = importlib.import_module(f"otel_liveness.{family}")
+    cls = classes.AsyncLivenessTransport if is_async else classes.LivenessTransport
+    transport = cls(policy=FAST, hooks=[], retries=0)  # transport options go to the default inner transport
+    assert isinstance(transport.inner, x.AsyncHTTPTransport if is_async else x.HTTPTransport)
+    assert transport.policy is FAST and type(transport).__module__ == f"otel_liveness.{family}"
+    assert {(level, name): value for level, name, value in transport.inner._pool._socket_options} == KEEPALIVES
+    # ...and the connection it opens carries them.
+    url = provider.add(f"keepalive-{family}-{is_async}", [[s.Headers(), *anthropic_reply("kept")]])
+
+    async def read_async() -> tuple[bytes, dict[tuple[int, int], int], dict]:  # type: ignore[type-arg]
+        async with x.AsyncClient(transport=transport) as client:
+            async with client.stream("POST", url + "/v1/messages", json={"stream": True}) as response:
+                sock = response.extensions["network_stream"].get_extra_info("socket")
+                options = {key: sock.getsockopt(*key) for key in KEEPALIVES}
+                return await response.aread(), options, response.extensions["liveness"]
+
+    def read_sync() -> tuple[bytes, dict[tuple[int, int], int], dict]:  # type: ignore[type-arg]
+        with x.Client(transport=transport) as client:
+            with client.stream("POST", url + "/v1/messages", json={"stream": True}) as response:
+                sock = response.extensions["network_stream"].get_extra_info("socket")
+                options = {key: sock.getsockopt(*key) for key in KEEPALIVES}
+                return response.read(), options, response.extensions["liveness"]
+
+    body, options, report = anyio.run(read_async) if is_async else read_sync()
+    assert options == KEEPALIVES
+    assert body.endswith(b'{"type":"message_stop"}\n\n') and report["stop_reason"] == "completed"
+
+
+def test_family_classes_reject_transport_options_with_an_inner_transport() -> None:
+    from otel_liveness.httpx import LivenessTransport
+
     with pytest.raises(TypeError, match="only when no inner transport"):
-        LivenessTransport(httpx2.HTTPTransport(), verify=False)
+        LivenessTransport(httpx.HTTPTransport(), verify=False)
+    from otel_liveness.transport import keepalive_socket_options
+
+    assert {(level, name): value for level, name, value in keepalive_socket_options()} == KEEPALIVES
 
 
 def test_anthropic_sdk_accepts_the_httpx2_transport() -> None:
@@ -123,9 +167,15 @@ def test_flight_recorder_writes_a_replayable_capture(provider, tmp_path) -> None
     assert isinstance(result.error, otel_liveness.StreamTruncated)
     (capture,) = list(tmp_path.glob("*.jsonl"))
     chunks = parse_capture(capture.read_text().splitlines())
-    verdict = analyze(chunks, raw_idle=0.3, notice_every=None)
-    assert verdict["verdict"] == "incomplete" or verdict["verdict"] == "raw_silence"
-    assert verdict["committed"] is True and verdict["frames"]["semantic"] == 3
+    assert b"".join(c.data for c in chunks if isinstance(c.data, bytes)) == result.error.prefix
+    # The capture records the silence the transport judged: replayed with a bound a little under
+    # it, the same verdict; with a bound over it, the capture ends first (incomplete).
+    last_byte = max(c.t for c in chunks if isinstance(c.data, bytes))
+    silence = chunks[-1].t - last_byte
+    assert chunks[-1].data == "end" and silence >= 0.3 - 0.01
+    judged = analyze(chunks, raw_idle=silence * 0.9, notice_every=None)
+    assert judged["verdict"] == "raw_silence" and judged["committed"] is True and judged["frames"]["semantic"] == 3
+    assert analyze(chunks, raw_idle=silence + 0.5, notice_every=None)["verdict"] == "incomplete"
 
 
 def test_flight_recorder_is_off_by_default(provider, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -4,6 +4,8 @@ sync/asyncio/trio): what a caller sees for each row of the policy table."""
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 
 import pytest
@@ -101,6 +103,99 @@ def test_rate_limit_honours_retry_after_ms(variant, provider) -> None:  # type: 
     retries = [e for e in result.events if isinstance(e, RetryScheduled)]
     assert [(r.delay, r.source.value, r.rate_limited) for r in retries] == [(0.25, "retry_after_ms", True)] * 2
     assert outcomes(result) == ["rate_limited", "rate_limited", "completed"]
+
+
+def test_rate_limit_honours_retry_after_seconds(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    # The loopback equivalent of the pytest-httpx case (tests/test_transport_misc.py): measured.
+    limited = anthropic_status(429, "rate_limit_error", (("retry-after", "1"),))
+    url = provider.add("limited-s", [[limited], [s.Headers(), *anthropic_reply()]])
+    started = time.monotonic()
+    result = run(variant, FAST.replace(max_retry_after=5.0), url + URL)
+    elapsed = time.monotonic() - started
+    assert result.error is None and result.status == 200 and provider.attempts("limited-s") == 2
+    first, second = result.report["attempts"]
+    assert (first["outcome"], first["retry_delay"], first["delay_source"]) == ("rate_limited", 1.0, "retry_after")
+    assert second["started"] - (first["started"] + first["duration"]) >= 1.0 and elapsed >= 1.0
+    (retry,) = [e for e in result.events if isinstance(e, RetryScheduled)]
+    assert (retry.delay, retry.source.value, retry.rate_limited) == (1.0, "retry_after", True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Forwarder:
+    """Listens on ``port`` once started (connections are refused until then) and forwards each
+    connection to ``target``: a server that comes up while the client is backing off."""
+
+    def __init__(self, port: int, target: int) -> None:
+        self.port, self.target = port, target
+        self.listener: socket.socket | None = None
+
+    def start(self) -> None:
+        if self.listener is not None:
+            return
+        listener = socket.create_server(("127.0.0.1", self.port))
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+
+
+def test_connect_errors_are_retried_until_the_server_listens(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    # The loopback equivalent of the pytest-httpx case: connection refused, then the server is up.
+    provider.add("late", [[s.Headers(), *anthropic_reply("Up now", msg_id="msg_late")]])
+    forwarder = Forwarder(free_port(), provider.port)
+
+    def listen_on_retry(event: object) -> None:
+        if isinstance(event, RetryScheduled) and event.reason.value == "connect_error":
+            forwarder.start()  # listening before the backoff ends
+
+    try:
+        result = run(variant, FAST, f"http://127.0.0.1:{forwarder.port}/s/late{URL}", hooks=[listen_on_retry])
+    finally:
+        forwarder.close()
+    assert result.error is None and result.status == 200 and b"msg_late" in result.body
+    assert [(a["outcome"], a["retry_reason"]) for a in result.report["attempts"]] == [
+        ("connection_error", "connect_error"), ("completed", None)]
+    assert provider.attempts("late") == 1  # the refused attempt never reached the server
+
+
+def test_connect_errors_exhaust_the_budget_as_a_typed_error(variant) -> None:  # type: ignore[no-untyped-def]
+    result = run(variant, FAST, f"http://127.0.0.1:{free_port()}{URL}")  # nothing listens there
+    assert isinstance(result.error, ProviderError) and result.error.attempts == FAST.max_attempts
+    assert result.error.last_cause == "connect_error" and result.status is None and result.body == b""
+    assert isinstance(result.error, __import__(variant[0]).ConnectError)  # existing except clauses keep working
+    retries = [e for e in result.events if isinstance(e, RetryScheduled)]
+    assert [r.reason.value for r in retries] == ["connect_error"] * (FAST.max_attempts - 1)
 
 
 def test_exhausted_status_returns_final_response_marked(variant, provider) -> None:  # type: ignore[no-untyped-def]
@@ -204,8 +299,23 @@ def test_non_streaming_request_is_not_killed_by_the_raw_clock(variant, provider)
 def test_giant_frame_is_a_typed_error(variant, provider) -> None:  # type: ignore[no-untyped-def]
     url = provider.add("giant", [[s.Headers(), s.Raw(b"data: " + b"x" * 5000)]])
     result = run(variant, FAST.replace(max_frame_bytes=1024), url + URL)
+    assert isinstance(result.error, otel_liveness.FrameTooLarge)
+    # Held before any content, so no response: the caller gets the error, the hooks the verdict.
+    assert result.status is None and result.report is None and result.body == b""
+    assert [e.record.outcome.value for e in result.events if isinstance(e, otel_liveness.AttemptEnded)] == ["malformed"]
+    assert [e.stop_reason.value for e in result.events if isinstance(e, otel_liveness.RequestEnded)] == ["malformed"]
+    assert provider.attempts("giant") == 1  # a malformed stream is not retried
+
+
+def test_a_stream_that_cannot_be_decoded_is_a_typed_error(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    # Content-Encoding: gzip on bytes that are not gzip: the transport's decoded copy fails, and the
+    # caller gets a typed error that is also the HTTP library's decoding error -- not zlib's.
+    url = provider.add("bad-gzip", [[s.Headers(headers=(("content-encoding", "gzip"),)), s.Raw(b"not gzip at all")]])
+    result = run(variant, FAST, url + URL)
     assert isinstance(result.error, otel_liveness.MalformedStream)
-    assert result.report is None or outcomes(result) == ["malformed"]
+    assert isinstance(result.error, __import__(variant[0]).DecodingError)
+    assert "could not be decoded" in str(result.error) and provider.attempts("bad-gzip") == 1
+    assert [e.stop_reason.value for e in result.events if isinstance(e, otel_liveness.RequestEnded)] == ["malformed"]
 
 
 def test_credentials_never_reach_hooks_or_reports(variant, provider) -> None:  # type: ignore[no-untyped-def]
@@ -282,19 +392,28 @@ def test_a_notice_that_cannot_be_delivered_does_not_spin_the_read(variant, provi
 @pytest.mark.parametrize("silence", ["pings", "total"])
 @pytest.mark.parametrize("committed", [False, True], ids=["before-content", "after-content"])
 def test_semantic_timeout_is_enforced_on_time(variant, provider, silence, committed) -> None:  # type: ignore[no-untyped-def]
-    # semantic_timeout 0.3 s, raw bound 3 s: a stream that keeps pinging (or is wholly silent)
-    # but sends no content fails on the semantic clock, when it falls due -- not at the raw bound.
+    # semantic_timeout 1 s, raw bound 10 s: a stream that keeps pinging (or is wholly silent) but
+    # sends no content fails on the semantic clock, when it falls due -- not at the raw bound.
+    # (1 s rather than less: the content before the silence must reach the client before the
+    # semantic clock runs out, also on a loaded machine.)
     reply = anthropic_reply("abcd", deltas=4)
-    gap = [s.Raw(b'event: ping\ndata: {"type": "ping"}\n\n'), s.Sleep(5.0)] * 30 if silence == "pings" else [s.Sleep(300.0)]
+    gap = [s.Raw(b'event: ping\ndata: {"type": "ping"}\n\n'), s.Sleep(5.0)] * 100 if silence == "pings" else [s.Sleep(1000.0)]
     head = reply[:4] if committed else reply[:1]  # a delta released, or only message_start
     url = provider.add("quiet", [[s.Headers(), *head, *gap, *reply[len(head):]]] * 3)
-    policy = FAST.replace(raw_idle_timeout=3.0, semantic_timeout=0.3, max_attempts=1)
+    policy = FAST.replace(raw_idle_timeout=10.0, semantic_timeout=1.0, max_attempts=1)
     started = time.monotonic()
     result = run(variant, policy, url + URL)
     elapsed = time.monotonic() - started
-    assert elapsed < 1.0, elapsed
+    assert elapsed < 5.0, elapsed  # half the raw bound
     if committed:
         assert isinstance(result.error, StreamTruncated) and result.error.cause == "semantic_timeout"
+        assert result.error.prefix == result.body and result.body.count(b"event: content_block_delta") == 2
     else:
         assert isinstance(result.error, ProviderError) and result.error.last_cause == "semantic_timeout"
+    verdicts = [e for e in result.events if isinstance(e, Verdict)]
+    assert [(v.kind.value, v.committed) for v in verdicts] == [("semantic_timeout", committed)]
+    # Judged when it fell due: one semantic bound after the last content (or the request), not later
+    # than the read's wake-up allows.
+    (attempt,) = [e.record for e in result.events if isinstance(e, otel_liveness.AttemptEnded)]
+    assert 1.0 <= attempt.semantic_idle < 1.0 + (elapsed - 1.0), (attempt.semantic_idle, elapsed)
     assert provider.attempts("quiet") == 1

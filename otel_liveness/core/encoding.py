@@ -112,6 +112,30 @@ def _one(name: str) -> Decoder:
     raise UnsupportedEncoding(name)
 
 
+class _Checked:
+    """A decoder whose failures are ``ValueError`` (the engine's "could not be decoded"), whatever
+    the codec library raises (``zlib.error``, ``brotli.error``, ``zstd.ZstdError``)."""
+
+    def __init__(self, inner: Decoder) -> None:
+        self._inner = inner
+
+    def decode(self, data: bytes) -> bytes:
+        try:
+            return self._inner.decode(data)
+        except ValueError:
+            raise
+        except Exception as exc:  # each codec library has its own error class (re-raised as ValueError)
+            raise ValueError(f"{type(exc).__name__}: {exc}") from exc
+
+    def flush(self) -> bytes:
+        try:
+            return self._inner.flush()
+        except ValueError:
+            raise
+        except Exception as exc:  # as in decode
+            raise ValueError(f"{type(exc).__name__}: {exc}") from exc
+
+
 def decoder_for(content_encoding: str) -> Decoder | None:
     """A decoder for a ``Content-Encoding`` header value (``None``: identity). Codings applied in
     order are undone in reverse. Raises :class:`UnsupportedEncoding` for one it cannot undo."""
@@ -120,4 +144,4 @@ def decoder_for(content_encoding: str) -> Decoder | None:
     if not names:
         return None
     decoders = [_one(n) for n in reversed(names)]
-    return decoders[0] if len(decoders) == 1 else _Multi(decoders)
+    return _Checked(decoders[0] if len(decoders) == 1 else _Multi(decoders))

@@ -384,6 +384,8 @@ class Engine:
         """A read (of headers or body) timed out; ``exc`` is what the HTTP library raised."""
         attempt = self._current()
         expired, self._expired = self._expired, None
+        if self.ended:  # as in io_error: the caller ended the request first
+            return Reraise(exc)
         if attempt.done:
             self._complete(now)
             return COMPLETE  # after the end frame nothing was lost
@@ -397,6 +399,10 @@ class Engine:
     def io_error(self, now: float, kind: IOFailure, exc: BaseException) -> Command:
         """The connection failed (``CONNECT``: before the server got the request)."""
         attempt = self._current()
+        if self.ended:
+            # The caller closed the body (or abandoned it) and the read under it failed: not the
+            # provider's failure, and the request's verdict is already given. As it came.
+            return Reraise(exc)
         if attempt.done:
             self._complete(now)
             return COMPLETE

@@ -275,8 +275,8 @@ def _deliver(engine: Engine, start: float, chunk: Chunk) -> Command | bytes:
     if data is None:
         return engine.eof(t)
     if data == "end":
-        # The attempt ended here without a byte: a deadline the live read ended at (with the
-        # engine's tolerance for timers that fire a hair early) is judged now.
+        # The attempt ended here with no read result: the read was ended at a deadline (judged, as
+        # on the wire, with the engine's tolerance for a wake-up a hair early) or the caller left.
         if engine.woke(t, start):
             return engine.timed_out(t, TimeoutError("replayed read timeout"))
         return READ
