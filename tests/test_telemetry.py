@@ -293,7 +293,7 @@ def test_no_secret_or_content_in_any_export(provider, tel, caplog) -> None:  # t
     assert len(tel.attempts()) == 2 and len(spans) == 3
     assert {e["name"] for sp in spans for e in sp["events"]} >= {S.EVENT_RETRY, S.EVENT_HEARTBEAT, S.EVENT_TRUNCATION}
     assert tel.total("liveness.attempts") == 2 and tel.total("liveness.heartbeats") == 3
-    assert {r["levelname"] for r in records} >= {"WARNING", "ERROR"}
+    assert {r["levelname"] for r in records} >= {"INFO", "WARNING"}  # the retry, the truncation
     dumped = json.dumps(spans) + metrics + json.dumps(records, default=repr)
     assert "claude-sim-1" in dumped and "overloaded" in dumped  # the non-secret facts are there
     for secret in ("PLANTED-SECRET", "PLANTED-PROMPT", "PLANTED-COMPL", "x-api-key", "PLANTED"):
