@@ -91,9 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     if args.self_contained:
-        from .selfcontained import run_stack_and_render
+        from .selfcontained import demo_stack
 
-        drawn = run_stack_and_render(out)
+        with demo_stack() as prometheus:
+            drawn = render_all(prometheus, out, window=120.0, rate="30s")
     elif args.prometheus:
         drawn = render_all(args.prometheus.rstrip("/"), out)
     else:
