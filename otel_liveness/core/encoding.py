@@ -15,6 +15,7 @@ scanner (``benchmarks/bench_scanner.py`` measures it).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import Protocol
 
 __all__ = ["Decoder", "UnsupportedEncoding", "decoder_for"]
@@ -120,20 +121,19 @@ class _Checked:
         self._inner = inner
 
     def decode(self, data: bytes) -> bytes:
-        try:
-            return self._inner.decode(data)
-        except ValueError:
-            raise
-        except Exception as exc:  # each codec library has its own error class (re-raised as ValueError)
-            raise ValueError(f"{type(exc).__name__}: {exc}") from exc
+        return _as_value_error(self._inner.decode, data)
 
     def flush(self) -> bytes:
-        try:
-            return self._inner.flush()
-        except ValueError:
-            raise
-        except Exception as exc:  # as in decode
-            raise ValueError(f"{type(exc).__name__}: {exc}") from exc
+        return _as_value_error(self._inner.flush)
+
+
+def _as_value_error(call: Callable[..., bytes], *args: bytes) -> bytes:
+    try:
+        return call(*args)
+    except ValueError:
+        raise
+    except Exception as exc:  # each codec library has its own error class (re-raised as ValueError)
+        raise ValueError(f"{type(exc).__name__}: {exc}") from exc
 
 
 def decoder_for(content_encoding: str) -> Decoder | None:
