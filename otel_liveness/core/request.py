@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .memory import request_key
+from .memory import auth_identity, request_key
 
 __all__ = ["TRACE_HEADERS", "RequestFacts", "size_bucket"]
 
@@ -45,7 +45,7 @@ class RequestFacts:
     carrier: Mapping[str, str] = field(default_factory=dict)  # trace-context headers only
     read_timeout: float | None = None  # the caller's own socket read timeout
     sdk_retry: bool = False  # a retry by an SDK above the transport (x-stainless-retry-count > 0)
-    key: str | None = None  # identity for the exhausted-request cache
+    key: str | None = None  # identity for the exhausted-request cache (method, URL, body, auth digest)
 
     @classmethod
     def read(
@@ -85,7 +85,7 @@ class RequestFacts:
             carrier={k: headers[k] for k in TRACE_HEADERS if k in headers},
             read_timeout=read_timeout,
             sdk_retry=retry_count not in ("", "0"),
-            key=request_key(method, url, body) if body is not None else None,
+            key=request_key(method, url, body, auth_identity(headers)) if body is not None else None,
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -120,7 +121,10 @@ class TelemetryHook:
         self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider)
         self._logs = logs
+        # Shared by every request (and thread) of the transports using this hook: one lock guards
+        # the map from a request's report to its state (each state is then its request's own).
         self._states: weakref.WeakKeyDictionary[RequestReport, _RequestState] = weakref.WeakKeyDictionary()
+        self._states_lock = threading.Lock()
 
         def counter(spec: tuple[str, str, str]) -> Any:
             return meter.create_counter(spec[0], unit=spec[1], description=spec[2])
@@ -168,10 +172,11 @@ class TelemetryHook:
     # -- per-request state, keyed weakly by the report: nothing leaks if a request is abandoned --
 
     def _state(self, report: RequestReport) -> _RequestState:
-        state = self._states.get(report)
-        if state is None:
-            state = self._states[report] = _RequestState()
-        return state
+        with self._states_lock:
+            state = self._states.get(report)
+            if state is None:
+                state = self._states[report] = _RequestState()
+            return state
 
     # -- handlers ---------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import weakref
 from collections.abc import Collection
 from typing import Any
@@ -68,11 +69,13 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
         self._originals = {}
         self._clients = weakref.WeakSet()
         clients = self._clients
+        lock = threading.Lock()  # clients are created in any thread; the set of wrapped ones is shared
 
         def wrap_client(client: Any) -> None:
             client._transport = _wrapped(client._transport)
             client._mounts = {pattern: _wrapped(t) for pattern, t in client._mounts.items()}
-            clients.add(client)
+            with lock:
+                clients.add(client)
 
         def _wrapped(transport: Any) -> Any:
             if transport is None or getattr(transport, "_family", None) is not None:

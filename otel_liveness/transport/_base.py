@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -50,10 +51,14 @@ class TransportBase:
             raise TypeError(f"transport options {sorted(transport_kwargs)} apply only when no inner transport is given")
         self._inner = inner
         self._policy = policy or Policy()
-        self._hooks: list[Callable[[Any], None]] = list(hooks)
+        # Shared by every request and thread of this transport, each guarded (docs: RELIABILITY.md,
+        # "Composition"): the hooks are an immutable tuple replaced under ``_lock`` (readers take
+        # the current tuple without locking); the two memories lock every operation themselves.
+        self._lock = threading.Lock()
+        self._hooks: tuple[Callable[[Any], None], ...] = tuple(hooks)
         self._hosts = None if hosts is None else frozenset(h.lower() for h in hosts)
-        self._exhausted: ExhaustedCache[Fail] = ExhaustedCache()
-        self._cadence = CadenceMemory()
+        self._exhausted: ExhaustedCache[Fail] = ExhaustedCache(lock=threading.Lock())
+        self._cadence = CadenceMemory(lock=threading.Lock())
         self._install_wakeups(inner)
 
     def _install_wakeups(self, inner: Any) -> None:  # pragma: no cover - defined by the drivers
@@ -72,11 +77,15 @@ class TransportBase:
         return self._family
 
     def add_hook(self, hook: Callable[[Any], None]) -> None:
-        self._hooks.append(hook)
+        with self._lock:
+            self._hooks = (*self._hooks, hook)
 
     def remove_hook(self, hook: Callable[[Any], None]) -> None:
-        if hook in self._hooks:
-            self._hooks.remove(hook)
+        with self._lock:
+            hooks = list(self._hooks)
+            if hook in hooks:
+                hooks.remove(hook)
+                self._hooks = tuple(hooks)
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -183,6 +192,7 @@ def _context_hooks(request: Any) -> Iterable[Hook]:
 
 
 _HOOK_FAILURES: dict[tuple[str, str], int] = {}
+_HOOK_FAILURES_LOCK = threading.Lock()  # every transport's hooks count here, from any thread
 
 
 def log_hook_error(hook: Callable[[Event], None], exc: Exception) -> None:
@@ -190,7 +200,8 @@ def log_hook_error(hook: Callable[[Event], None], exc: Exception) -> None:
     WARNING with the traceback, then every 1000th; the rest are DEBUG, so a broken telemetry
     backend cannot flood the application's logs."""
     key = (type(hook).__qualname__, type(exc).__name__)
-    count = _HOOK_FAILURES[key] = _HOOK_FAILURES.get(key, 0) + 1
+    with _HOOK_FAILURES_LOCK:
+        count = _HOOK_FAILURES[key] = _HOOK_FAILURES.get(key, 0) + 1
     if count == 1 or count % 1000 == 0:
         log.warning("otel-liveness: hook %r raised %s (%d so far); its events are dropped", hook, type(exc).__name__,
                     count, exc_info=exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
 from functools import cache
 from types import ModuleType
 from typing import Any
@@ -71,14 +72,19 @@ class Family:
 
 
 _COMBINED: dict[tuple[type, type], type[E.LivenessError]] = {}
+_COMBINED_LOCK = threading.Lock()  # one class per pair, whichever thread builds it first
 
 
 def _combined(ours: type[E.LivenessError], theirs: type[BaseException]) -> type[E.LivenessError]:
-    """``ours`` and ``theirs`` in one class (built once per pair)."""
+    """``ours`` and ``theirs`` in one class (built once per pair, under a lock: two threads never
+    make two classes of one name that ``except`` and ``type() is`` would tell apart)."""
     cls = _COMBINED.get((ours, theirs))
     if cls is None:
-        cls = _COMBINED[(ours, theirs)] = type(
-            ours.__name__, (ours, theirs), {"__module__": ours.__module__, "__qualname__": ours.__qualname__})
+        with _COMBINED_LOCK:
+            cls = _COMBINED.get((ours, theirs))
+            if cls is None:
+                cls = _COMBINED[(ours, theirs)] = type(
+                    ours.__name__, (ours, theirs), {"__module__": ours.__module__, "__qualname__": ours.__qualname__})
     return cls
 
 
