@@ -71,7 +71,7 @@ from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
 from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, Phase, RequestReport, StopReason
 from .policy import Policy
-from .providers import PREFIX, PROFILES, profile_for, semconv_provider
+from .providers import PREFIX, PROFILES, json_error_shaped, json_error_type, profile_for, semconv_provider
 from .request import RequestFacts
 from .retry import Decision, Failure, FailureKind, GiveUp, Reject, Retry, RetryState, attempt_outcome, decide
 
@@ -86,6 +86,9 @@ _INF = float("inf")
 TOLERANCE = 0.005
 #: Held bytes (before content) replayed byte for byte; past this, held heartbeats are dropped.
 HOLD_VERBATIM_BYTES = 16 * 1024
+#: A 2xx JSON body on a streaming request is held up to this size to tell an error object from a
+#: reply (an error envelope is a few hundred bytes); a longer body is a reply, released as it comes.
+JSON_PROBE_BYTES = 64 * 1024
 _SSE = "text/event-stream"
 _EVENTSTREAM = "application/vnd.amazon.eventstream"
 
@@ -158,6 +161,11 @@ class _Attempt:
         self.lane = Lane(engine.profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
         self.lane.attach(SSEFramer.scanner_of(self.framer))
         self.error: Failure | None = None  # an in-band error frame arrived
+        #: A 2xx JSON body on a streaming request, kept (held, unless in shadow mode) until it is
+        #: whole or past JSON_PROBE_BYTES: an error object is an in-band provider error.
+        self.probe: list[bytes] | None = None
+        self.probe_bytes = 0
+        self.shaped: bool | None = None  # the probed body's first key: an error's (True), a reply's (False)
         self.observed: Failure | None = None  # shadow mode: what would have ended the attempt
 
     def set_framer(self, framer: Framer) -> None:
@@ -169,7 +177,7 @@ class _Attempt:
     def retained(self) -> int:
         """Bytes this attempt keeps for the caller: the released prefix, what is held, and the
         framer's frame in progress and journal."""
-        return sum(map(len, self.prefix)) + self.held_bytes + self.framer.retained
+        return sum(map(len, self.prefix)) + self.held_bytes + self.probe_bytes + self.framer.retained
 
     def keep(self, data: bytes) -> None:
         """Count ``data`` as released and keep it in the prefix while room lasts."""
@@ -263,14 +271,18 @@ class Engine:
 
     @_input
     def start(self, now: float) -> Command:
-        """Begin: the first attempt -- or, for an SDK retry of a request this transport already
-        exhausted, the same error again at once (no attempt, no telemetry: it was all reported)."""
+        """Begin: the first attempt -- or, for an SDK retry of a call this transport already
+        exhausted, the same error again at once (no attempt, no telemetry: it was all reported).
+        A fresh call (not an SDK retry) ends what the cache remembers for its key first."""
         facts = self.facts
-        if self.exhausted is not None and facts.sdk_retry and facts.key is not None:
-            cached = self.exhausted.get(facts.key, now)
-            if cached is not None:
-                self.ended = True
-                return cached
+        if self.exhausted is not None and facts.key is not None and self.enforce:
+            if not facts.sdk_retry:
+                self.exhausted.discard(facts.key)  # a new call: an older call's error is not its answer
+            else:
+                cached = self.exhausted.get(facts.key, now)
+                if cached is not None:
+                    self.ended = True
+                    return cached
         self._emit(RequestStarted(self.report, facts.method, facts.host, facts.port, facts.path, facts.model,
                                   dict(facts.carrier), facts.body_size))
         return self._send(now)
@@ -310,11 +322,18 @@ class Engine:
                 except UnsupportedEncoding:
                     attempt.streaming = False  # cannot be read: released as it comes, raw clock only
         elif attempt.streaming:
-            # A 2xx that is not a stream (a JSON body, an HTML page): released as it comes, judged
-            # as a non-streaming body.
+            # A 2xx that is not a stream (a JSON body, an HTML page): judged as a non-streaming
+            # body. A JSON one may be a gateway's error object ({"type":"error",...} or
+            # {"error":{...}}): held until whole (up to JSON_PROBE_BYTES) to tell (_probe); any
+            # other body is released as it comes.
             attempt.streaming = False
             attempt.clock.raw_idle = self.raw_bound(False)
             attempt.clock.first_byte_bound = None
+            if "json" in content_type and headers.get("content-encoding", "identity") == "identity":
+                attempt.probe = []
+                if self.enforce:
+                    self._refresh_hints()
+                    return READ
         if not attempt.streaming or not self.enforce:
             if not attempt.streaming:
                 attempt.committed = True
@@ -338,8 +357,12 @@ class Engine:
         clock.received(now, len(chunk))
         try:
             release = self._feed(now, attempt, chunk)
-        except (E.MalformedStream, ValueError) as exc:
-            return self._malformed(now, exc)
+        except Exception as exc:
+            if self.enforce:
+                if isinstance(exc, (E.MalformedStream, ValueError)):
+                    return self._malformed(now, exc)
+                raise
+            release = self._unjudged(attempt, chunk)  # shadow: never kills
         if attempt.error is not None and self.enforce:
             return self._answer(release, self._failed(now, attempt.error))
         terminal = self._poll(now)
@@ -367,9 +390,17 @@ class Engine:
         if attempt.streaming:
             try:
                 release = self._close_stream(now, attempt)
-            except (E.MalformedStream, ValueError) as exc:
-                return self._malformed(now, exc)
-        else:
+            except Exception as exc:
+                if self.enforce:
+                    if isinstance(exc, (E.MalformedStream, ValueError)):
+                        return self._malformed(now, exc)
+                    raise
+                self._unjudged(attempt, b"")  # shadow: the body ended as it came
+        if not attempt.streaming:
+            if attempt.probe is not None:
+                failure, release = self._probed(now, attempt)
+                if failure is not None:
+                    return self._failed(now, failure)
             attempt.done = True
             attempt.completion = Completion.EOF
         if not attempt.done:
@@ -411,8 +442,10 @@ class Engine:
         failure_kind = FailureKind.CONNECT_ERROR if kind is IOFailure.CONNECT else FailureKind.READ_ERROR
         if attempt.capture is not None:
             attempt.capture.append((now - attempt.clock.started, failure_kind.value))
+        if not attempt.streaming and attempt.probe is not None and not self.responded:
+            attempt.committed = True  # a JSON body held to be judged: it breaks as an opaque body does
         failure = Failure(failure_kind, attempt.clock.phase, attempt.committed)
-        if self.responded and not attempt.streaming:
+        if not attempt.streaming and (self.responded or attempt.probe is not None):
             # An opaque body (JSON) breaks as it would without the transport.
             self._conclude_failure(now, failure)
             return Reraise(exc)
@@ -427,11 +460,14 @@ class Engine:
 
     @_input
     def closed(self, now: float) -> None:
-        """The caller closed the body before its end."""
+        """The caller closed the body before its end. After the reply's stop reason (its finish
+        reason was on the wire and released) that is a completed reply, not a cancellation:
+        clients close once they have what they need (litellm's sync Anthropic path closes after
+        ``message_delta``, before ``message_stop``, on every call)."""
         attempt = self.attempt
         if attempt is None or self.ended:
             return
-        if attempt.done:
+        if attempt.done or self._finished(attempt):
             self._complete(now)
         else:
             self._conclude(now, AttemptOutcome.CANCELLED, "closed", StopReason.CANCELLED, "closed")
@@ -439,10 +475,29 @@ class Engine:
     @_input
     def abandoned(self, now: float, exc: BaseException) -> None:
         """An exception that is not the engine's answer escaped the driver (the task was cancelled,
-        the host raised): the attempt and request end as cancelled, once."""
-        if self.ended or self.attempt is None:
+        the host raised): the attempt and request end as cancelled, once -- or as completed when
+        the reply's stop reason had already arrived (as :meth:`closed`)."""
+        attempt = self.attempt
+        if self.ended or attempt is None:
+            return
+        if self.responded and self._finished(attempt):
+            self._complete(now)
             return
         self._conclude(now, AttemptOutcome.CANCELLED, type(exc).__name__, StopReason.CANCELLED, "cancelled")
+
+    def _finished(self, attempt: _Attempt) -> bool:
+        """The wire carried the reply's stop reason (Anthropic ``message_delta.stop_reason``, an
+        OpenAI ``finish_reason``, a Gemini ``finishReason``, the Anthropic events inside Bedrock's
+        chunks) and it was released: the reply is whole even if the body is not over. Marks the
+        attempt done (completion ``finish_then_close``) when so."""
+        if attempt.done:
+            return True
+        if not (attempt.committed and attempt.streaming and attempt.error is None
+                and attempt.framer.facts.stop_reason is not None):
+            return False
+        attempt.done = True
+        attempt.completion = Completion.FINISH_THEN_CLOSE
+        return True
 
     @_input
     def woke(self, now: float, start: float) -> bool:
@@ -505,6 +560,8 @@ class Engine:
     def _feed(self, now: float, attempt: _Attempt, chunk: bytes) -> bytes:
         """Consume one read; return the bytes to release now (possibly ``b""``)."""
         if not attempt.streaming:
+            if attempt.probe is not None:
+                return self._probe(attempt, chunk)
             attempt.committed = True  # an opaque body is released as it arrives
             return self._release(attempt, chunk, chunk)
         data = attempt.decoder.decode(chunk) if attempt.decoder is not None else chunk
@@ -546,6 +603,65 @@ class Engine:
                 f"{attempt.held_bytes} bytes arrived before any content (bound {self.policy.max_frame_bytes})"
             )
         return b""
+
+    def _probe(self, attempt: _Attempt, chunk: bytes) -> bytes:
+        """A read of a 2xx JSON body on a streaming request. Kept -- held, unless in shadow mode --
+        until its first key tells (:func:`~.providers.json_error_shaped`): a reply is released
+        from then on as it comes; an error-shaped body is kept until whole (:meth:`_probed` judges
+        it at the end), or past :data:`JSON_PROBE_BYTES` released as the reply it then is."""
+        probe = attempt.probe
+        assert probe is not None
+        probe.append(chunk)
+        attempt.probe_bytes += len(chunk)
+        shaped = attempt.shaped
+        if shaped is None:
+            shaped = attempt.shaped = json_error_shaped(b"".join(probe)[:512])
+        if shaped is False or attempt.probe_bytes > JSON_PROBE_BYTES:
+            attempt.probe = None
+            attempt.probe_bytes = 0
+            attempt.committed = True
+            if self.enforce:
+                body = b"".join(probe)
+                return self._release(attempt, body, body)
+            return self._release(attempt, chunk, chunk)
+        if self.enforce:
+            return b""
+        attempt.committed = True
+        return self._release(attempt, chunk, chunk)
+
+    def _probed(self, now: float, attempt: _Attempt) -> tuple[Failure | None, bytes]:
+        """The JSON body is whole: an error object is the in-band provider error it is (retried
+        before content per the table, typed when exhausted); anything else is the reply, released
+        now (in shadow mode it already was). Answers (the failure, the bytes to release)."""
+        probe = attempt.probe
+        assert probe is not None
+        attempt.probe = None
+        attempt.probe_bytes = 0
+        body = b"".join(probe)
+        error_type = json_error_type(body)
+        if error_type is not None:
+            failure = Failure(FailureKind.ERROR_EVENT, attempt.clock.phase, False, status=attempt.record.status,
+                              error_type=error_type)
+            self._emit(Verdict(self.report, attempt.index, self.since(now), AttemptOutcome.PROVIDER_ERROR,
+                               attempt.clock.phase, False, self.enforce))
+            return failure, b""
+        if not self.enforce:
+            return None, b""
+        attempt.committed = True
+        return None, self._release(attempt, body, body)
+
+    def _unjudged(self, attempt: _Attempt, chunk: bytes) -> bytes:
+        """Shadow mode: the body could not be judged (a frame over the bound, a corrupt frame, an
+        encoding that fails, a fault of the judging itself). Enforcement would have ended the
+        request as malformed: that is recorded; the body goes on to the caller as it comes,
+        ``chunk`` included, unjudged (raw clock only) -- shadow never changes what the caller
+        receives."""
+        if attempt.observed is None:
+            attempt.observed = Failure(FailureKind.MALFORMED, attempt.clock.phase, attempt.committed)
+        attempt.streaming = False
+        attempt.decoder = None
+        attempt.committed = True
+        return self._release(attempt, chunk, chunk)
 
     def _take_held(self, attempt: _Attempt) -> bytes:
         held = b"".join(attempt.held)
@@ -850,8 +966,9 @@ class Engine:
                                    "malformed", (message,), {}))
 
     def _remember(self, now: float, fail: Fail) -> Fail:
-        """An error the request ended with: an SDK retry of the same request gets it again."""
-        if self.exhausted is not None and self.facts.key is not None:
+        """An error the request ended with: an SDK retry of the same call gets it again (never
+        in shadow mode, where nothing the transport does may change what the caller receives)."""
+        if self.exhausted is not None and self.facts.key is not None and self.enforce:
             self.exhausted.put(self.facts.key, fail, now)
         return fail
 
@@ -992,6 +1109,8 @@ def _observed_stop(failure: Failure) -> StopReason:
     """Shadow mode: why the request would have stopped, had ``failure`` been enforced without retries."""
     if failure.kind is FailureKind.WALL_BUDGET:
         return StopReason.WALL_BUDGET
+    if failure.kind is FailureKind.MALFORMED:
+        return StopReason.MALFORMED
     if failure.committed:
         return StopReason.TRUNCATED
     return StopReason.REJECTED if attempt_outcome(failure) is AttemptOutcome.REJECTED else StopReason.EXHAUSTED

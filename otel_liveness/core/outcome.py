@@ -58,6 +58,7 @@ class Completion(StrEnum):
 
     END_FRAME = "end_frame"  # the provider's end frame (message_stop, [DONE], response.completed)
     FINISH_THEN_EOF = "finish_then_eof"  # a finish reason, then a clean end of the body (no end frame)
+    FINISH_THEN_CLOSE = "finish_then_close"  # a finish reason, then the caller closed (before the end frame)
     EOF = "eof"  # a clean end of the body where the wire format has no end frame (generic SSE, JSON)
 
 

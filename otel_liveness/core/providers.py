@@ -59,6 +59,8 @@ __all__ = [
     "ProviderProfile",
     "StreamFacts",
     "VertexAnthropicProfile",
+    "json_error_shaped",
+    "json_error_type",
     "profile_for",
     "select_provider",
     "semconv_provider",
@@ -126,6 +128,87 @@ def _error_type(payload: Any) -> str:
                 value = _str(err.get(key), 64)
                 if value and value != "error":  # the envelope's own type, not the error's
                     return value
+    return "unknown"
+
+
+#: Keys of a reply object: a JSON body with one of these is a reply, whatever else it carries.
+_REPLY_KEYS = frozenset(("choices", "content", "candidates", "output", "object", "id", "model", "completion",
+                         "message", "usageMetadata"))
+
+
+_JSON_STRING = re.compile(rb'"((?:[^"\\]|\\.){0,128})"')
+
+
+def _json_string(data: bytes) -> tuple[bytes | None, bytes, bool]:
+    """(the JSON string ``data`` starts with, what follows it, whether more bytes could tell):
+    ``(None, b"", True)`` while the string is incomplete."""
+    match = _JSON_STRING.match(data)
+    if match is None:
+        return None, b"", len(data) < 132
+    return match.group(1), data[match.end():].lstrip(), True
+
+
+def json_error_shaped(head: bytes) -> bool | None:
+    """Whether a JSON body whose first bytes are ``head`` can be an error object: ``True`` when
+    its first key is ``error``, or ``type`` with the value ``"error"`` (every error envelope we know
+    starts so: Anthropic, OpenAI, Gemini -- also as a one-element array --, LiteLLM and other
+    gateways); ``False`` when it cannot be (another first key: a reply; not a JSON object);
+    ``None`` while ``head`` is too short to tell."""
+    body = head.lstrip()
+    if body[:1] == b"[":
+        body = body[1:].lstrip()
+    if not body:
+        return None
+    if body[:1] != b"{":
+        return False
+    body = body[1:].lstrip()
+    if not body:
+        return None
+    if body[:1] != b'"':
+        return False
+    key, rest, more = _json_string(body)
+    if key is None or not rest:
+        return None if more else False
+    if rest[:1] != b":":
+        return False
+    if key == b"error":
+        return True
+    if key != b"type":
+        return False
+    value = rest[1:].lstrip()
+    if not value:
+        return None
+    if value[:1] != b'"':
+        return False
+    text, _, more = _json_string(value)
+    if text is None:
+        return None if more else False
+    return text == b"error"
+
+
+def json_error_type(body: bytes) -> str | None:
+    """The error type of a JSON error object -- ``{"type": "error", "error": {...}}`` (Anthropic),
+    ``{"error": {...}}`` (OpenAI, gateways, Gemini; also as Gemini's one-element array) -- or
+    ``None`` when ``body`` is anything else (a reply, which may carry ``"error": null``, or not
+    JSON). The type is the error's ``type``, ``code`` or ``status`` (``unknown`` when none is a
+    string): the retry table's in-band error types apply to it."""
+    stripped = body.strip()
+    if stripped[:1] not in (b"{", b"[") or b'"error"' not in stripped:
+        return None
+    payload = _json(stripped)
+    if isinstance(payload, list) and len(payload) == 1:
+        payload = payload[0]
+    if not isinstance(payload, dict):
+        return None
+    error = payload.get("error")
+    if not isinstance(error, dict) or not error:
+        return None
+    if payload.get("type") != "error" and not _REPLY_KEYS.isdisjoint(payload):
+        return None
+    for key in ("type", "code", "status"):
+        value = _str(error.get(key), 64)
+        if value and value != "error":
+            return value
     return "unknown"
 
 

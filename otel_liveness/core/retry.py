@@ -71,6 +71,7 @@ class FailureKind(StrEnum):
     EOF = "eof"  # the stream ended without an end frame
     SEMANTIC_TIMEOUT = "semantic_timeout"
     WALL_BUDGET = "wall_budget"  # never retried: the wall budget ends the request
+    MALFORMED = "malformed"  # the body is not the wire format (a frame over the bound...): never retried
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +219,8 @@ def attempt_outcome(failure: Failure) -> AttemptOutcome:
     """How an attempt that ended in ``failure`` is reported."""
     if failure.kind is FailureKind.WALL_BUDGET:
         return AttemptOutcome.WALL_BUDGET
+    if failure.kind is FailureKind.MALFORMED:
+        return AttemptOutcome.MALFORMED
     if failure.committed:
         return AttemptOutcome.TRUNCATED
     reason = failure_reason(failure)
