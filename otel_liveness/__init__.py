@@ -14,6 +14,7 @@ import typing as _typing
 
 from .core.anthropic import continuation_message, decode_partial
 from .core.errors import (
+    BodyNotReplayable,
     CorruptFrame,
     FrameTooLarge,
     InvalidPolicy,
@@ -71,6 +72,7 @@ __all__ = [
     "AttemptEnded",
     "AttemptOutcome",
     "AttemptStarted",
+    "BodyNotReplayable",
     "CorruptFrame",
     "FrameKind",
     "FrameTooLarge",

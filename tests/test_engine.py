@@ -75,13 +75,15 @@ class Outcome:
 
 def drive(attempts: Sequence[Sequence[Step]], policy: Policy = POLICY, *, facts: RequestFacts | None = None,
           provider: str = "anthropic", exhausted: ExhaustedCache[Fail] | None = None,
-          cadence: CadenceMemory | None = None, read_gap: float = 0.0, hooks: Sequence[Any] = ()) -> Outcome:
+          cadence: CadenceMemory | None = None, read_gap: float = 0.0, hooks: Sequence[Any] = (),
+          body_replayable: Any = None) -> Outcome:
     """Play ``attempts`` (the last repeats) through an engine as a driver would, reading without
     pauses (``read_gap``: the caller pauses that long before each body read). Waking reads are
     modelled as the drivers' network stream does: at the engine's hints."""
     out = Outcome()
     engine = Engine(policy, facts or RequestFacts(streaming=True, body_size=1000), 0.0, provider=provider,
-                    hooks=[out.events.append, *hooks], exhausted=exhausted, cadence=cadence, wall_now=lambda: 1e9)
+                    hooks=[out.events.append, *hooks], exhausted=exhausted, cadence=cadence, wall_now=lambda: 1e9,
+                    body_replayable=body_replayable)
     out.engine = engine
     now = 0.0
     command: Command | bytes = engine.start(now)

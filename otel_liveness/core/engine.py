@@ -193,7 +193,10 @@ class Engine:
     Inputs are the methods marked :func:`_input`; outputs are the commands they return, the
     hooks they call, and :attr:`published` -- the JSON-serialisable report the caller sees as
     ``response.extensions["liveness"]``, refreshed in place. ``wall_now`` and ``jitter`` are
-    the caller's sources of epoch time (for HTTP dates) and backoff jitter in ``[0, 1)``.
+    the caller's sources of epoch time (for HTTP dates) and backoff jitter in ``[0, 1)``;
+    ``body_replayable`` says whether the request body can be sent again when a retry is due
+    (drivers keep a streamed body up to ``Policy.max_replay_body_bytes``; past it a retry becomes
+    :class:`~.errors.BodyNotReplayable`, never an empty or partial re-send).
     """
 
     def __init__(
@@ -209,6 +212,7 @@ class Engine:
         jitter: Callable[[], float] = lambda: 0.0,
         exhausted: ExhaustedCache[Fail] | None = None,
         cadence: CadenceMemory | None = None,
+        body_replayable: Callable[[], str | None] | None = None,
     ) -> None:
         self.policy = policy
         self.facts = facts
@@ -220,6 +224,9 @@ class Engine:
         self.jitter = jitter
         self.exhausted = exhausted
         self.cadence = cadence
+        #: Asked when a retry is due: ``None`` when the request body can be sent again (bytes, or
+        #: a stream the driver kept whole), else why not (``over_bound``); ``None``: always.
+        self.body_replayable = body_replayable
         self.enforce = not policy.shadow
         self.start_time = now
         self.wall_deadline = now + policy.wall_timeout if policy.wall_timeout is not None else None
@@ -334,12 +341,12 @@ class Engine:
                 if self.enforce:
                     self._refresh_hints()
                     return READ
+        if attempt.streaming and attempt.decoder is None:
+            attempt.framer.hold(True)  # for a replay without held heartbeats (_hold_or_release)
         if not attempt.streaming or not self.enforce:
             if not attempt.streaming:
                 attempt.committed = True
             return self._respond()
-        if attempt.decoder is None:
-            attempt.framer.hold(True)  # for a replay without held heartbeats (_hold_or_release)
         self._refresh_hints()
         return READ
 
@@ -587,7 +594,17 @@ class Engine:
         return self._hold_or_release(attempt, chunk, data)
 
     def _hold_or_release(self, attempt: _Attempt, chunk: bytes, data: bytes) -> bytes:
-        if attempt.committed or not self.enforce:
+        if attempt.committed:
+            return self._release(attempt, chunk, data)
+        if not self.enforce:
+            # Shadow: released as it comes; what enforcement would hold is only counted, so that a
+            # hold past the bound is reported as the malformed stream it would have been.
+            attempt.held_bytes += len(chunk)
+            if attempt.held_bytes > HOLD_VERBATIM_BYTES:
+                replay = attempt.framer.replay()
+                if replay is not None:
+                    attempt.held_bytes = sum(map(len, replay))
+            self._check_held(attempt)
             return self._release(attempt, chunk, data)
         attempt.held.append(chunk)
         if attempt.decoder is not None:
@@ -598,11 +615,14 @@ class Engine:
             if replay is not None:
                 attempt.held = replay
                 attempt.held_bytes = sum(map(len, replay))
+        self._check_held(attempt)
+        return b""
+
+    def _check_held(self, attempt: _Attempt) -> None:
         if attempt.held_bytes > self.policy.max_frame_bytes:
             raise E.MalformedStream(
                 f"{attempt.held_bytes} bytes arrived before any content (bound {self.policy.max_frame_bytes})"
             )
-        return b""
 
     def _probe(self, attempt: _Attempt, chunk: bytes) -> bytes:
         """A read of a 2xx JSON body on a streaming request. Kept -- held, unless in shadow mode --
@@ -857,6 +877,7 @@ class Engine:
                 return
             deadline, bound, first = clock.last_raw + raw, raw, False
         if now >= deadline:
+            self._poll(deadline)  # a wall or semantic deadline before it is what enforcement would have met first
             self._observe(now, attempt, RawSilenceExpired(deadline, bound, clock.phase, attempt.committed, first))
 
     # -- decisions ------------------------------------------------------------------------------
@@ -879,19 +900,27 @@ class Engine:
         if not self.enforce:
             if attempt.observed is None:
                 attempt.observed = failure
+            first = attempt.observed  # the first failure is what enforcement would have acted on
             if status_response:
-                self._conclude_failure(now, failure)
+                self._conclude_failure(now, first)
                 return self._respond(passthrough=True)
             if exc is not None:
-                self._conclude_failure(now, failure)
+                self._conclude_failure(now, first)
                 return Reraise(exc)
-            self._conclude_failure(now, failure)  # the body ended as it came (EOF): reported as observed
+            self._conclude_failure(now, first)  # the body ended as it came (EOF): reported as observed
             return COMPLETE
         decision = decide(self.retry_state, failure, self.policy, wall_now=self.wall_now(), jitter=self.jitter())
+        problem = None
+        if isinstance(decision, Retry) and self.body_replayable is not None:
+            problem = self.body_replayable()
+            if problem is not None:
+                decision = GiveUp(decision.reason, decision.rate_limited)
         self.retry_state = self.retry_state.record(failure, decision)
         self.report.cause = failure.cause
         if isinstance(decision, Retry):
             return self._retry(now, attempt, failure, decision)
+        if problem is not None:
+            return self._not_replayable(now, failure, problem)
         if status_response:
             mark = isinstance(decision, GiveUp) and self.policy.mark_exhausted_responses
             self._conclude(now, attempt_outcome(failure), _error_type(failure), _stop(decision), failure.cause)
@@ -909,6 +938,22 @@ class Engine:
             {"attempts": attempts, "last_cause": failure.cause, "status": failure.status,
              "error_type": failure.error_type},
         ))
+
+    def _not_replayable(self, now: float, failure: Failure, problem: str) -> Fail:
+        """A retry was due but the body cannot be sent again: the request ends here, typed (a
+        status response too: the caller gets the error, not the response of a request that could
+        not be retried)."""
+        self._conclude(now, attempt_outcome(failure), _error_type(failure), StopReason.NOT_REPLAYABLE, failure.cause)
+        attempts = len(self.report.attempts)
+        limit = self.policy.max_replay_body_bytes
+        return Fail(
+            E.BodyNotReplayable,
+            failure.kind.value,
+            (f"provider failed after {attempts} attempt{'s' if attempts != 1 else ''} (last cause: {failure.cause}) "
+             f"and the request body cannot be sent again: a stream longer than the {limit}-byte replay bound",),
+            {"attempts": attempts, "last_cause": failure.cause, "status": failure.status,
+             "error_type": failure.error_type, "reason": problem, "limit": limit},
+        )
 
     def _retry(self, now: float, attempt: _Attempt, failure: Failure, decision: Retry) -> Command:
         record = attempt.record

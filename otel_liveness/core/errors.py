@@ -9,7 +9,8 @@
     ├── InvalidPolicy (ValueError)     a Policy field or OTEL_LIVENESS_* variable is wrong
     ├── StreamTruncated                content was released, then the stream died; carries the prefix
     ├── ProviderError                  the retry budget is spent; names attempts and the last cause
-    │   └── RateLimited                ... and the last cause was a 429 / rate-limit error
+    │   ├── RateLimited                ... and the last cause was a 429 / rate-limit error
+    │   └── BodyNotReplayable          ... a retry was due, but the request body cannot be sent again
     └── WallTimeout                    the request's wall budget expired; reports the budget
 
 Failures of single attempts are not errors the caller sees: they are retried below it, or end
@@ -26,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BodyNotReplayable",
     "CorruptFrame",
     "FrameTooLarge",
     "InvalidPolicy",
@@ -169,6 +171,23 @@ class ProviderError(LivenessError):
 
 class RateLimited(ProviderError):
     """The rate-limit (patient) budget is spent."""
+
+
+class BodyNotReplayable(ProviderError):
+    """An attempt failed before content and the policy would retry it, but the request body
+    cannot be sent again: it was a stream (an iterator, a generator, an async iterable, a file
+    object) longer than ``Policy.max_replay_body_bytes``, so the transport did not keep all of it
+    (a shorter one is kept and replayed byte for byte on every attempt). Nothing was re-sent --
+    never an empty or partial body. ``attempts`` and ``last_cause`` (``status``, ``error_type``)
+    are those of the failed attempt, as for :class:`ProviderError`; ``reason`` says why the body
+    could not be replayed (``over_bound``), ``limit`` is the bound in bytes.
+    """
+
+    def __init__(self, message: str, *, attempts: int, last_cause: str, status: int | None = None,
+                 error_type: str | None = None, reason: str = "over_bound", limit: int = 0) -> None:
+        super().__init__(message, attempts=attempts, last_cause=last_cause, status=status, error_type=error_type)
+        self.reason = reason
+        self.limit = limit
 
 
 class WallTimeout(LivenessError):

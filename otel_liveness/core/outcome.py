@@ -91,6 +91,7 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"
     MALFORMED = "malformed"
     REDIRECTED = "redirected"
+    NOT_REPLAYABLE = "not_replayable"  # a retry was due, but the request body could not be sent again
 
 
 class RetryReason(StrEnum):

@@ -104,7 +104,10 @@ class Policy:
     (and what is held before content); ``max_prefix_bytes`` is the raw head of the released bytes
     a truncation carries, ``max_partial_bytes`` the bound of the content journal the Anthropic
     wires decode a truncation's partial message from (together: what a stream retains for a
-    truncation, whatever the reply's length); ``capture_dir`` enables the flight recorder (writes
+    truncation, whatever the reply's length); ``max_replay_body_bytes`` bounds how much of a
+    request body that cannot be re-sent as it is (an iterator, a generator, an async iterable, a
+    file object) the transport keeps to replay it on a retry -- a larger one is not retried (a
+    typed :class:`~.errors.BodyNotReplayable`), 0 never keeps one; ``capture_dir`` enables the flight recorder (writes
     captures of failed attempts; holds content, so it is off by default);
     ``mark_exhausted_responses`` sets ``x-should-retry: false`` on a final error response so an
     SDK above does not multiply attempts.
@@ -130,6 +133,7 @@ class Policy:
     max_frame_bytes: int = 4 * 1024 * 1024
     max_prefix_bytes: int = 64 * 1024
     max_partial_bytes: int = 1024 * 1024
+    max_replay_body_bytes: int = 16 * 1024 * 1024
     provider: str | None = None
     shadow: bool = False
     capture_dir: str | None = None
@@ -146,6 +150,9 @@ class Policy:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidPolicy(name, f"must be an integer >= 1, got {value!r}")
+        value = self.max_replay_body_bytes
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidPolicy("max_replay_body_bytes", f"must be an integer >= 0, got {value!r}")
         if self.backoff_max < self.backoff_initial:
             raise InvalidPolicy("backoff_max", "must be >= backoff_initial")
         if (

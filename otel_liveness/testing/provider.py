@@ -165,6 +165,8 @@ class SimulatedProvider:
                 body = b""
                 if headers.get("content-length"):
                     body = await reader.readexactly(int(headers["content-length"]))
+                elif "chunked" in headers.get("transfer-encoding", "").lower():
+                    body = await self._chunked_body(reader)  # a streamed request body (iterator, file...)
                 keep = await self._respond(method, target, headers, body, reader, writer)
                 if not keep:
                     return
@@ -250,6 +252,20 @@ class SimulatedProvider:
         except (ConnectionError, OSError):
             log.disconnected = True
             return False
+
+    @staticmethod
+    async def _chunked_body(reader: asyncio.StreamReader) -> bytes:
+        """A ``transfer-encoding: chunked`` request body, whole (trailers skipped)."""
+        parts: list[bytes] = []
+        while True:
+            size_line = await reader.readuntil(b"\r\n")
+            size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while await reader.readuntil(b"\r\n") != b"\r\n":
+                    pass  # trailer fields
+                return b"".join(parts)
+            parts.append(await reader.readexactly(size))
+            await reader.readexactly(2)  # the chunk's CRLF
 
     @staticmethod
     async def _wait(reader: asyncio.StreamReader, seconds: float | None) -> bool:

@@ -19,6 +19,7 @@ from ..core.memory import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
 from ..core.providers import select_provider, streams_by_url
 from ..core.request import RequestFacts
+from ._body import replay_body
 from ._family import Family
 from ._overrides import current_policy
 from ._recorder import FlightRecorder
@@ -110,11 +111,16 @@ class TransportBase:
         hooks: list[Hook] = [*self._hooks, *_context_hooks(request)]
         if policy.capture_dir:
             hooks.append(FlightRecorder(policy.capture_dir))
+        # A streamed body (iterator, generator, async iterable, file object) is kept as it is sent,
+        # up to the bound, so that a retry re-sends it byte for byte -- or is not made (_body.py).
+        # Shadow mode never retries: nothing to keep.
+        replay = None if policy.shadow else replay_body(request, self._family.module,
+                                                        policy.max_replay_body_bytes)
         return Engine(
             policy, facts, now,
             provider=policy.provider or select_provider(url.host, url.path),
             hooks=hooks, on_hook_error=log_hook_error, wall_now=time.time, jitter=random.random,
-            exhausted=self._exhausted, cadence=self._cadence,
+            exhausted=self._exhausted, cadence=self._cadence, body_replayable=replay.problem if replay else None,
         )
 
     def _attempt_request(self, request: Any, send: Send) -> Any:
