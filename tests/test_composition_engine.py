@@ -385,3 +385,15 @@ def test_a_stop_reason_with_an_error_after_it_is_not_a_completion() -> None:
 def test_the_whole_reply_through_the_end_frame_still_says_end_frame() -> None:
     out = drive([ok()])
     assert out.report["attempts"][0]["completion"] == "end_frame"
+
+
+def test_the_replay_bound_is_configured_like_the_other_bounds() -> None:
+    from otel_liveness import InvalidPolicy, Policy
+
+    assert Policy().max_replay_body_bytes == 16 * 1024 * 1024
+    assert Policy.from_env({"OTEL_LIVENESS_MAX_REPLAY_BODY_BYTES": "0"}).max_replay_body_bytes == 0
+    for bad in (-1, True, 1.5):
+        with pytest.raises(InvalidPolicy, match="max_replay_body_bytes"):
+            Policy(max_replay_body_bytes=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidPolicy, match="OTEL_LIVENESS_MAX_REPLAY_BODY_BYTES"):
+        Policy.from_env({"OTEL_LIVENESS_MAX_REPLAY_BODY_BYTES": "lots"})

@@ -391,6 +391,9 @@ class TelemetryHook:
         if self._logs and stop in (StopReason.EXHAUSTED, StopReason.RATE_LIMITED):
             _log(state, logging.WARNING, {**attrs, "liveness.attempts": len(report.attempts)},
                  "provider failed after %d attempts (%s)", len(report.attempts), report.cause)
+        elif self._logs and stop is StopReason.NOT_REPLAYABLE:
+            _log(state, logging.WARNING, {**attrs, "liveness.attempts": len(report.attempts)},
+                 "provider failed (%s) and the streamed request body cannot be sent again: not retried", report.cause)
         elif self._logs and stop is StopReason.TRUNCATED:
             _log(state, logging.WARNING, attrs, "reply truncated after content was released (%s)", report.cause)
         elif self._logs and stop is StopReason.WALL_BUDGET:
