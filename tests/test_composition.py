@@ -454,3 +454,49 @@ def test_a_client_closing_before_the_stop_reason_is_still_cancelled(provider: Si
         stream.close()
         report = stream.response.extensions["liveness"]
     assert report["stop_reason"] == "cancelled"
+
+
+def test_closing_from_another_thread_while_reading_ends_everything_once(provider: SimulatedProvider,
+                                                                        fast_switching: None) -> None:
+    """The sync body closed from another thread while its reader feeds the engine: the engine's
+    inputs are serialised by its lock, so each attempt and each request ends exactly once, as
+    cancelled or (when the close lost the race) completed -- never twice, never a truncation."""
+    url = provider.add("race", [[s.Headers(), *anthropic_reply("r" * 60, deltas=60, delta_every=0.05)]])
+    events: list[Any] = []
+    lock = threading.Lock()
+
+    def hook(event: Any) -> None:
+        with lock:
+            events.append(event)
+
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(limits=httpx2.Limits(max_connections=64)), FAST,
+                                   hooks=[hook], telemetry=False)
+    client = httpx2.Client(transport=transport, timeout=30)
+    verdicts: list[Any] = []
+    start = threading.Barrier(16)
+
+    def work(n: int) -> None:
+        start.wait()
+        response = client.send(client.build_request("POST", url + "/v1/messages", json={"stream": True, "n": n}),
+                               stream=True)
+        closer = threading.Timer(0.001 * (n % 8) * 5, response.close)
+        closer.start()
+        try:
+            for _ in response.iter_raw():
+                pass
+        except Exception as exc:  # the read fails once the response is closed under it: the library's error
+            verdicts.append(otel_liveness.liveness_error(exc))
+        closer.join()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(16)]
+    with client:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert verdicts == [None] * len(verdicts)  # never a liveness verdict for the caller's own close
+    requests = {id(e.report): e for e in events if type(e).__name__ == "RequestEnded"}
+    ended = [e for e in events if type(e).__name__ == "RequestEnded"]
+    assert len(ended) == len(requests) == 16  # each request ended exactly once
+    attempts = [e for e in events if type(e).__name__ == "AttemptEnded"]
+    assert len(attempts) == 16 and {e.record.outcome.value for e in attempts} <= {"cancelled", "completed"}

@@ -44,8 +44,10 @@ stream; every input method applies its counts first (:func:`_input`, checked by 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from enum import StrEnum
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -105,12 +107,15 @@ class IOFailure(StrEnum):
 
 def _input(method: Callable[Concatenate[Engine, P], R]) -> Callable[Concatenate[Engine, P], R]:
     """Mark an input method: it applies the steady lane's counts before anything else, so no
-    method can see stale clocks (``tests/test_engine.py`` checks every public method has it)."""
+    method can see stale clocks (``tests/test_engine.py`` checks every public method has it),
+    and runs under the engine's lock (a caller may close a sync body from another thread while
+    the reader's thread feeds it: one input at a time, so every ending still happens once)."""
 
     @functools.wraps(method)
     def wrapper(self: Engine, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        self._absorb()
-        return method(self, *args, **kwargs)
+        with self._lock:
+            self._absorb()
+            return method(self, *args, **kwargs)
 
     wrapper.__liveness_input__ = True  # type: ignore[attr-defined]  # a marker the engine's tests check
     return wrapper
@@ -196,7 +201,8 @@ class Engine:
     the caller's sources of epoch time (for HTTP dates) and backoff jitter in ``[0, 1)``;
     ``body_replayable`` says whether the request body can be sent again when a retry is due
     (drivers keep a streamed body up to ``Policy.max_replay_body_bytes``; past it a retry becomes
-    :class:`~.errors.BodyNotReplayable`, never an empty or partial re-send).
+    :class:`~.errors.BodyNotReplayable`, never an empty or partial re-send); ``lock`` (re-entrant)
+    serialises the inputs when more than one thread may call them.
     """
 
     def __init__(
@@ -213,7 +219,11 @@ class Engine:
         exhausted: ExhaustedCache[Fail] | None = None,
         cadence: CadenceMemory | None = None,
         body_replayable: Callable[[], str | None] | None = None,
+        lock: AbstractContextManager[object] | None = None,
     ) -> None:
+        #: Held by every input method; re-entrant (``timed_out`` answers through ``io_error``). The
+        #: drivers pass a ``threading.RLock``; the default is for single-threaded use.
+        self._lock: AbstractContextManager[object] = lock if lock is not None else contextlib.nullcontext()
         self.policy = policy
         self.facts = facts
         self.profile = profile_for(provider)

@@ -121,6 +121,7 @@ class TransportBase:
             provider=policy.provider or select_provider(url.host, url.path),
             hooks=hooks, on_hook_error=log_hook_error, wall_now=time.time, jitter=random.random,
             exhausted=self._exhausted, cadence=self._cadence, body_replayable=replay.problem if replay else None,
+            lock=threading.RLock(),  # a sync body may be closed from another thread while it is read
         )
 
     def _attempt_request(self, request: Any, send: Send) -> Any:
