@@ -500,3 +500,19 @@ def test_closing_from_another_thread_while_reading_ends_everything_once(provider
     assert len(ended) == len(requests) == 16  # each request ended exactly once
     attempts = [e for e in events if type(e).__name__ == "AttemptEnded"]
     assert len(attempts) == 16 and {e.record.outcome.value for e in attempts} <= {"cancelled", "completed"}
+
+
+@pytest.mark.parametrize("family", ["httpx", "httpx2"])
+def test_a_multipart_body_with_seekable_files_is_retried_without_a_copy(provider: SimulatedProvider,
+                                                                        family: str) -> None:
+    """A multipart upload (``files=``) re-sends itself whole (the library seeks its files back):
+    retried as before, even past the replay bound -- the bound is for bodies only a copy can replay."""
+    x = importlib.import_module(family)
+    url = provider.add("upload", [[anthropic_status(529, "overloaded_error")], [s.Headers(), *anthropic_reply("up")]])
+    transport = otel_liveness.wrap(x.HTTPTransport(), FAST.replace(max_replay_body_bytes=16), telemetry=False)
+    with x.Client(transport=transport) as client:
+        reply = client.post(url + "/v1/messages", files={"file": ("a.bin", io.BytesIO(b"z" * 5000))},
+                            data={"purpose": "batch"})
+    assert reply.status_code == 200 and text_of(reply.content) == "up"
+    bodies = [r.body for r in provider.requests("upload")]
+    assert len(bodies) == 2 and bodies[0] == bodies[1] and b"z" * 5000 in bodies[0]

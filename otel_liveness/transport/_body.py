@@ -2,7 +2,8 @@
 
 httpx and httpx2 accept an iterator, a generator, an async iterable or a file object as a
 request's ``content``; after one send it is consumed (a second iteration yields nothing, reads a
-file at its end, or raises ``StreamConsumed``). Bytes (``ByteStream``) can be re-sent as they are.
+file at its end, or raises ``StreamConsumed``). Bytes (``ByteStream``) can be re-sent as they are,
+and so can a multipart body (``files=``) whose files are seekable: the library seeks them back.
 A retry of a streamed body must therefore re-send what the first attempt sent, byte for byte, or
 not happen at all -- never an empty or partial body.
 
@@ -131,14 +132,36 @@ def _replay_class(module: ModuleType) -> type[ReplayBody]:
     return cls
 
 
+def replays_itself(stream: Any, module: ModuleType) -> bool:
+    """Whether ``stream`` re-sends its whole body on every iteration by itself: the family's
+    ``ByteStream`` (bytes), and its multipart stream (``files=``) when every file in it is bytes
+    or seekable (the library seeks each file back to 0 on every iteration)."""
+    if isinstance(stream, module.ByteStream):
+        return True
+    multipart = getattr(getattr(module, "_multipart", None), "MultipartStream", None)
+    if multipart is None or not isinstance(stream, multipart):
+        return False
+    for field in getattr(stream, "fields", ()):
+        file = getattr(field, "file", None)
+        if file is None or isinstance(file, (str, bytes)):
+            continue
+        seekable = getattr(file, "seekable", None)
+        try:
+            if not (seekable() if callable(seekable) else hasattr(file, "seek")):
+                return False
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 def replay_body(request: Any, module: ModuleType, limit: int) -> ReplayBody | None:
     """Install a :class:`ReplayBody` as ``request.stream`` when its body is a stream that cannot
-    be re-sent as it is (anything but the family's ``ByteStream``); ``None`` otherwise (also when
-    it is already one). ``module``: the family (``httpx`` or ``httpx2``)."""
+    be re-sent as it is (:func:`replays_itself` says no); ``None`` otherwise (also when it is
+    already one). ``module``: the family (``httpx`` or ``httpx2``)."""
     stream = request.stream
     if isinstance(stream, ReplayBody):
         return stream
-    if isinstance(stream, module.ByteStream):
+    if replays_itself(stream, module):
         return None
     body = _replay_class(module)(stream, limit)
     request.stream = body
