@@ -516,3 +516,18 @@ def test_a_multipart_body_with_seekable_files_is_retried_without_a_copy(provider
     assert reply.status_code == 200 and text_of(reply.content) == "up"
     bodies = [r.body for r in provider.requests("upload")]
     assert len(bodies) == 2 and bodies[0] == bodies[1] and b"z" * 5000 in bodies[0]
+
+
+def test_a_retry_not_made_for_the_body_is_reported(provider: SimulatedProvider, caplog: pytest.LogCaptureFixture) -> None:
+    url = provider.add("not-replayable", [DEAD])
+    tel = Telemetry()
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST.replace(max_replay_body_bytes=0), hooks=[tel.hook])
+    with caplog.at_level("WARNING", logger="otel_liveness.events"), httpx2.Client(transport=transport) as client:
+        with pytest.raises(BodyNotReplayable):
+            client.post(url + "/v1/messages", content=iter(list(PARTS)), headers={"x-api-key": "sk-ant-SECRET"})
+    request = [sp for sp in tel.finished() if sp.attributes.get("liveness.stop_reason")]
+    assert [sp.attributes["liveness.stop_reason"] for sp in request] == ["not_replayable"]
+    assert request[0].status.status_code is StatusCode.ERROR
+    assert any("cannot be sent again" in r.getMessage() for r in caplog.records)
+    assert all("SECRET" not in r.getMessage() for r in caplog.records)
+    assert tel.total("liveness.requests", **{"liveness.stop_reason": "not_replayable"}) == 1
