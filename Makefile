@@ -1,10 +1,19 @@
 # otel-liveness: everything a fresh machine needs is installed by these targets.
-#   make demo   -- the agent-shaped demo on the embedded simulated provider
-#   make test   -- the whole test suite (what .ci/run calls), with coverage and its floor
+#   make check  -- the inner loop (under a minute): ruff, mypy --strict and the I/O-free core tests
+#   make test   -- the whole test suite (what .ci/run calls), in parallel, with coverage and its floor
 #   make test-pure -- the whole suite with the C extensions disabled (the pure-Python fallback)
 #   make test-under-load -- the timing-heavy tests, 5 runs, with every core held by a busy loop
 #   make mutate -- the mutation pass over the core (cosmic-ray; about an hour)
 #   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
+#
+# The test loop (docs/testing.md, "Contributing: the test loop"):
+#   one file     .venv/bin/python -m pytest -q tests/test_engine.py   (-n 3 to spread it over workers)
+#   a selection  make test PYTEST_ARGS="tests/test_wires.py -k bedrock"   (COV_ARGS= without coverage)
+#   workers      make test WORKERS=4   (default 3: the suite waits on loopback more than it computes)
+#   exclusive    @pytest.mark.serial on a test that needs the machine to itself (it measures timing
+#                or throughput, or holds a fixed port): it runs after the parallel pass, alone.
+#   one build    a module's module-scoped fixture (a collector and Prometheus) is built once: the
+#                module's tests that use it run on one worker (tests/conftest.py groups them).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -12,7 +21,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: install demo test test-pure test-under-load mutate lint bench clean system-deps collector preview dashboards
+.PHONY: install demo check test test-pure test-under-load mutate lint bench clean system-deps collector preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -44,20 +53,31 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# pytest's exit 5 ("no tests collected") is a failure here, not a pass. Coverage is measured in the
-# run (subprocesses included) and its floor enforced (pyproject.toml [tool.coverage.report]);
-# COV_ARGS= runs without it (e.g. with a PYTEST_ARGS selection).
-COV_ARGS ?= --cov --cov-report=term
+# The inner loop: lint, types and the tests of the pure core -- fed bytes and fake timestamps, no
+# sockets, no servers, no program but this Python (--io-free fails a test here that opens a socket or
+# starts another program; tests/conftest.py). One process, no coverage: about 30 s on 2 cores.
+CHECK_TESTS ?= tests/test_engine.py tests/test_clocks.py tests/test_retry.py tests/test_sse.py \
+	tests/test_policy.py tests/test_providers.py tests/test_core_purity.py tests/test_anthropic.py \
+	tests/test_eventstream.py tests/test_bulk.py tests/test_retained.py tests/test_composition_engine.py \
+	tests/test_exported_members.py tests/test_docs.py
+check: lint
+	$(BIN)/python -m pytest -q --io-free $(CHECK_TESTS) $(PYTEST_ARGS)
+
+# The whole suite, in two passes (scripts/test.sh): every test not marked serial over WORKERS
+# pytest-xdist workers, then the serial ones alone. Coverage is measured in both (subprocesses
+# included), combined, and its floor enforced (pyproject.toml [tool.coverage.report]); COV_ARGS=
+# runs without it (e.g. with a PYTEST_ARGS selection). pytest's exit 5 ("no tests collected") in
+# both passes is a failure here, not a pass.
+WORKERS ?= 3
+COV_ARGS ?= --cov
 test: install system-deps collector lint
 	rm -f .coverage .coverage.*
-	$(BIN)/python -m pytest -q $(COV_ARGS) $(PYTEST_ARGS); status=$$?; \
-	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
+	WORKERS=$(WORKERS) COV_ARGS="$(COV_ARGS)" scripts/test.sh $(BIN)/python $(PYTEST_ARGS)
 
 # The same suite on the pure-Python steady lane and bulk scanner (what an install without a C
 # compiler runs): OTEL_LIVENESS_PURE=1 selects them whatever is built.
 test-pure: install system-deps collector lint
-	OTEL_LIVENESS_PURE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS); status=$$?; \
-	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
+	OTEL_LIVENESS_PURE=1 WORKERS=$(WORKERS) COV_ARGS= scripts/test.sh $(BIN)/python $(PYTEST_ARGS)
 
 # The tests whose verdicts depend on real time, run LOAD_RUNS times while a busy loop holds each
 # core (scripts/under_load.sh): every run must pass.
