@@ -12,8 +12,8 @@
 #   workers      make test WORKERS=4   (default 3: the suite waits on loopback more than it computes)
 #   exclusive    @pytest.mark.serial on a test that needs the machine to itself (it measures timing
 #                or throughput, or holds a fixed port): it runs after the parallel pass, alone.
-#   one build    a module's module-scoped fixture (a collector and Prometheus) is built once: the
-#                module's tests that use it run on one worker (tests/conftest.py groups them).
+#   by module    a module's tests run on one worker, in file order (--dist loadfile): its module-scoped
+#                fixtures (a collector and Prometheus) start once; modules go longest first (tests/conftest.py).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin

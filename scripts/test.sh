@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole suite as `make test` runs it (docs/testing.md, "Contributing: the test loop"):
-#   1. every test not marked `serial`, spread over WORKERS pytest-xdist workers (--dist loadgroup:
-#      a module's tests that share a module-scoped fixture stay on one worker, see tests/conftest.py);
+#   1. every test not marked `serial`, spread over WORKERS pytest-xdist workers, one test module
+#      per work unit (--dist loadfile: its module-scoped fixtures start once), longest module first
+#      (--no-loadscope-reorder keeps the order tests/conftest.py sorts them in);
 #   2. the tests marked `serial`, one at a time, with the machine to themselves;
 #   3. with coverage (COV_ARGS non-empty): both passes' data combined -- the workers', the serial
 #      pass's and every Python subprocess's (coverage's patch = ["subprocess"]) -- reported, and the
