@@ -92,6 +92,10 @@ def parse_capture(lines: Iterable[str]) -> list[Chunk]:
             raise CaptureError(f"record {number}: not JSON ({exc})") from None
         if not isinstance(record, dict):
             raise CaptureError(f"record {number}: expected an object, got {type(record).__name__}")
+        if "meta" in record and not chunks:
+            if not isinstance(record["meta"], dict):
+                raise CaptureError(f"record {number}: \"meta\" is not an object")
+            continue  # the recording's description (provider, host, body size...): no wire event
         t = record.get("t")
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
             raise CaptureError(f"record {number}: missing or non-numeric \"t\"")

@@ -100,7 +100,7 @@ class TransportBase:
         )
         hooks: list[Hook] = [*self._hooks, *_context_hooks(request)]
         if policy.capture_dir:
-            hooks.append(FlightRecorder(policy.capture_dir))
+            hooks.append(FlightRecorder(policy.capture_dir, policy))
         return Engine(
             policy, facts, now,
             provider=policy.provider or select_provider(url.host, url.path),
