@@ -32,13 +32,15 @@ def _parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("analyze", help="replay a timestamped capture through the liveness policy")
     a.add_argument("file", help="JSON Lines capture ('-' for standard input)")
-    a.add_argument("--provider", choices=sorted(PROFILES), default="anthropic")
+    a.add_argument("--provider", choices=sorted(PROFILES), default=None,
+                   help="the wire (default: the recording's own, else anthropic)")
     a.add_argument("--raw-idle", type=_seconds, default=None, metavar="S",
                    help="raw-silence bound (default: the provider's, 90 or 600; 'off')")
     a.add_argument("--first-byte", type=_first_byte, default="auto", metavar="S",
                    help="bound on the wait for the first body byte ('auto' from --body-bytes, or 'off': the raw bound)")
     a.add_argument("--body-bytes", type=int, default=None, metavar="N",
-                   help="size of the request body, for the automatic first-byte bound (default: unknown, the largest)")
+                   help="size of the request body, for the automatic first-byte bound (default: the recording's, "
+                        "else unknown: the largest)")
     a.add_argument("--notice-every", type=_seconds, default=30.0, metavar="S", help="semantic notice cadence (default 30)")
     a.add_argument("--semantic-timeout", type=_seconds, default=None, metavar="S", help="fail after S without content")
     a.add_argument("--wall", type=_seconds, default=None, metavar="S", help="wall budget")
@@ -102,14 +104,15 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from .tools.analyze import CaptureError, analyze, parse_capture, render
+    from .tools.analyze import CaptureError, analyze, render
+    from .tools.recordings import parse_recording
 
     try:
         if args.file == "-":
-            chunks = parse_capture(sys.stdin)
+            recording = parse_recording(sys.stdin)
         else:
             with open(args.file, encoding="utf-8") as fh:
-                chunks = parse_capture(fh)
+                recording = parse_recording(fh)
     except OSError as exc:
         print(f"otel-liveness analyze: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
@@ -117,11 +120,11 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"otel-liveness analyze: {args.file}: {exc}", file=sys.stderr)
         return 2
     result = analyze(
-        chunks,
-        provider=args.provider,
+        recording.chunks,
+        provider=args.provider or recording.provider,
         raw_idle=args.raw_idle,
         first_byte=args.first_byte,
-        body_size=args.body_bytes,
+        body_size=args.body_bytes if args.body_bytes is not None else recording.body_bytes,
         notice_every=args.notice_every,
         semantic_timeout=args.semantic_timeout,
         wall=args.wall,

@@ -191,3 +191,27 @@ def test_the_meta_record_names_the_request_and_no_secret(tmp_path: pathlib.Path)
     assert "traceparent" not in json.dumps(meta)
     # and the capture still replays as before
     assert analyze(parse_capture(pathlib.Path(path).read_text().splitlines()), raw_idle=0.4)["verdict"] == "raw_silence"
+
+
+def test_the_recorder_fields_read_from_the_environment() -> None:
+    policy = Policy.from_env({"OTEL_LIVENESS_CAPTURE_DIR": "/x", "OTEL_LIVENESS_CAPTURE_MODE": "Timing",
+                              "OTEL_LIVENESS_CAPTURE_SAMPLE": "0.25", "OTEL_LIVENESS_CAPTURE_MAX_BYTES": "1048576"})
+    assert (policy.capture_mode, policy.capture_sample, policy.capture_max_bytes) == ("timing", 0.25, 1048576)
+    for key, value in (("OTEL_LIVENESS_CAPTURE_MODE", "bytes"), ("OTEL_LIVENESS_CAPTURE_SAMPLE", "2"),
+                       ("OTEL_LIVENESS_CAPTURE_SAMPLE", "some"), ("OTEL_LIVENESS_CAPTURE_MAX_BYTES", "off"),
+                       ("OTEL_LIVENESS_CAPTURE_MAX_BYTES", "0")):
+        with pytest.raises(otel_liveness.InvalidPolicy, match=key.removeprefix("OTEL_LIVENESS_").lower() + "|" + key):
+            Policy.from_env({key: value})
+
+
+@pytest.mark.parametrize(("draw", "written"), [(0.1, True), (0.3, False)])
+def test_timing_mode_writes_a_sample_of_completed_attempts(tmp_path: pathlib.Path, draw: float, written: bool) -> None:
+    policy = Policy(capture_dir=str(tmp_path), capture_mode="timing", capture_sample=0.2)
+    recorder = FlightRecorder(str(tmp_path), policy, sample=lambda: draw)
+    recorder(ended("req_ok", AttemptOutcome.COMPLETED))
+    assert bool(recorder.written) is written
+    recorder(ended("req_failed", AttemptOutcome.RAW_SILENCE))  # failed attempts: always
+    assert len(recorder.written) == 1 + written
+    lines = pathlib.Path(recorder.written[-1]).read_text().splitlines()
+    assert json.loads(lines[0])["meta"]["format"] == "timing"
+    assert json.loads(lines[2]) == {"t": 0.02, "kind": "heartbeat", "size": len(b"event: ping\ndata: {}\n\n")}

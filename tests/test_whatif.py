@@ -339,3 +339,17 @@ def test_tune_demo_closes_the_loop() -> None:
     assert replayed["tuned"]["false_kills"] == 0 and replayed["tuned"]["missed"] == 0
     assert replayed["tuned"]["detection_s"]["p50"] < replayed["defaults"]["detection_s"]["p50"]
     assert result["ok"] is True
+
+
+def test_analyze_reads_a_timing_recording_on_its_own_wire(tmp_path: pathlib.Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "chat.jsonl", [{"t": 0, "meta": {"format": "timing", "provider": "openai-chat",
+                                                            "body_bytes": 2 * MIB}},
+                                          {"t": 0.1, **SSE}, {"t": 1, "kind": "preamble", "size": 80},
+                                          {"t": 2, "kind": "content", "size": 90}, {"t": 3, "kind": "stop", "size": 14},
+                                          {"t": 3, "eof": True}])
+    assert main(["analyze", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["provider"] == "openai-chat" and out["verdict"] == "completed" and out["at"] == 3
+    assert out["first_byte_bound"] == 600.0  # max(60 + 60 x 2, the wire-silent raw bound 600)
+    assert out["frames"] == {"end": 1, "preamble": 1, "semantic": 1}
