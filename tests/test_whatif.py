@@ -20,6 +20,7 @@ from otel_liveness.core.outcome import FrameKind
 from otel_liveness.core.providers import PROFILES
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
+from otel_liveness.testing.scripts import PING
 from otel_liveness.tools.analyze import judge
 from otel_liveness.tools.recordings import KINDS, frame_bytes, parse_recording
 from otel_liveness.tools.tune import fit_first_byte, tune
@@ -187,8 +188,17 @@ def test_the_timing_recorder_on_the_wire_writes_completed_attempts_without_conte
                                                                                       tmp_path: pathlib.Path) -> None:
     url = provider.add("timing-wire", [[s.Headers(), *anthropic_reply("secret words", think_pings=2, ping_every=0.05)]])
     policy = FAST.replace(capture_dir=str(tmp_path), capture_mode="timing", capture_sample=1.0)
-    result = run(("httpx2", None), policy, url + "/v1/messages")
+    kept: list[Any] = []
+
+    def keep(event: Event) -> None:
+        if isinstance(event, AttemptEnded):
+            kept.extend(data for _, data in event.capture or ())
+
+    result = run(("httpx2", None), policy, url + "/v1/messages", hooks=[keep])
     assert result.error is None
+    # What the engine kept while the stream ran: frame kinds and sizes, not a byte of the body.
+    assert kept and not any(isinstance(data, bytes) for data in kept)
+    assert ("heartbeat", len(PING)) in [frame for data in kept if isinstance(data, tuple) for frame in data]
     (path,) = tmp_path.glob("*.jsonl")
     text = path.read_text()
     assert "secret" not in text and "words" not in text

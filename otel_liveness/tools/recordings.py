@@ -20,7 +20,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.events import CaptureItem
 from ..core.eventstream import CONTENT_TYPE as EVENTSTREAM
 from ..core.eventstream import bedrock_chunk, bedrock_exception, converse_event, encode_message
 from ..core.providers import PROFILES
@@ -40,6 +39,11 @@ _MARKERS = ("read_error", "connect_error")
 BROKE_WITHIN = 1.0
 
 
+#: What a replay feeds the engine (a capture item, never :data:`~otel_liveness.core.events.FrameSizes`:
+#: timing records are rebuilt as bytes).
+ChunkItem = bytes | Mapping[str, str | int] | str | None
+
+
 class CaptureError(ValueError):
     """A capture record is invalid; the message names the record (1-based line number)."""
 
@@ -51,7 +55,7 @@ class Chunk:
     (``"end"``, ``"read_error"``, ``"connect_error"``)."""
 
     t: float
-    data: CaptureItem
+    data: ChunkItem
 
 
 @dataclass

@@ -47,13 +47,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.encoding import decoder_for
+from ..core.capture import TimingCapture
 from ..core.events import AttemptEnded, CaptureItem, Event, RequestStarted
-from ..core.eventstream import EventStreamScanner
-from ..core.outcome import AttemptOutcome, FrameKind
+from ..core.outcome import AttemptOutcome
 from ..core.policy import Policy
-from ..core.providers import PROFILES, StreamFacts
-from ..core.sse import COMMENT, SSEScanner
 
 __all__ = ["DROP_REASONS", "FlightRecorder", "RecorderStats", "capture_lines", "recorder_stats", "timing_lines"]
 
@@ -67,14 +64,6 @@ DROP_REASONS = ("write_error", "too_large", "evicted")
 
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _SUFFIX = ".jsonl"
-_KIND_NAMES = {
-    FrameKind.HEARTBEAT: "heartbeat",
-    FrameKind.PREAMBLE: "preamble",
-    FrameKind.SEMANTIC: "content",
-    FrameKind.END: "stop",
-    FrameKind.ERROR: "error",
-    FrameKind.UNKNOWN: "other",
-}
 
 
 @dataclass(frozen=True)
@@ -136,6 +125,9 @@ def capture_lines(capture: Sequence[tuple[float, CaptureItem]]) -> Iterator[str]
             for name in ("content-type", "content-encoding"):
                 if name in data:
                     record[name.replace("-", "_")] = data[name]
+        elif isinstance(data, tuple):  # a timing capture's read: no bytes to write
+            record["kind"] = "partial"
+            record["size"] = sum(size for _, size in data)
         elif data == "end":
             record["end"] = True
         elif isinstance(data, str):
@@ -148,73 +140,21 @@ def capture_lines(capture: Sequence[tuple[float, CaptureItem]]) -> Iterator[str]
         yield json.dumps(record)
 
 
-class _FrameKinds:
-    """The frames of a response's body as the engine's framers see them (its provider profile,
-    its content encoding and type), reduced to (kind, size): no content kept."""
-
-    def __init__(self, provider: str, headers: Mapping[str, str | int], max_frame_bytes: int) -> None:
-        self.profile = PROFILES.get(provider, PROFILES["sse"])
-        content_type = str(headers.get("content-type", "")).lower()
-        encoding = str(headers.get("content-encoding", ""))
-        self.decoder = decoder_for(encoding) if encoding else None
-        self.facts = StreamFacts()
-        self.fed = 0
-        self.eventstream = content_type.startswith("application/vnd.amazon.eventstream")
-        if self.eventstream:
-            if self.profile.framing != "eventstream":
-                self.profile = PROFILES["bedrock"]
-            self.messages: EventStreamScanner | None = EventStreamScanner(max_frame_bytes)
-            self.sse: SSEScanner | None = None
-        else:
-            self.messages = None
-            self.sse = SSEScanner(max_frame_bytes)
-
-    def feed(self, chunk: bytes) -> list[tuple[str, int]]:
-        data = self.decoder.decode(chunk) if self.decoder is not None else chunk
-        out: list[tuple[str, int]] = []
-        if self.messages is not None:
-            self.fed += len(data)
-            messages = self.messages.feed(data)
-            end = self.fed - self.messages.pending
-            for i, message in enumerate(messages):
-                kind = self.profile.classify_message(message, self.facts)
-                size = (messages[i + 1].offset if i + 1 < len(messages) else end) - message.offset
-                out.append((_KIND_NAMES[kind], size))
-        elif self.sse is not None:
-            for frame in self.sse.feed(data):
-                if frame.event == COMMENT:
-                    out.append(("comment", frame.size))
-                else:
-                    out.append((_KIND_NAMES[self.profile.classify(frame, self.facts)], frame.size))
-        return out or [("partial", len(data))]
-
-
 def timing_lines(capture: Sequence[tuple[float, CaptureItem]], provider: str,
                  max_frame_bytes: int = 4 * 1024 * 1024) -> Iterator[str]:
-    """The JSON Lines of a timing-only recording, after its meta record: every body read reduced
-    to its frames' kinds and sizes. A body the recorder cannot frame (an unknown encoding, bytes
-    the scanner rejects) continues as ``partial`` records of each read's size."""
-    kinds: _FrameKinds | None = None
-    broken = False
+    """The JSON Lines of a timing-only recording, after its meta record: every body read as its
+    frames' kinds and sizes (reduced here when ``capture`` still holds the bytes)."""
+    if not isinstance(capture, TimingCapture):
+        reduced = TimingCapture(provider, max_frame_bytes)
+        for item in capture:
+            reduced.append(item)
+        capture = reduced
     for t, data in capture:
-        if isinstance(data, bytes):
-            if kinds is None and not broken:
-                kinds = _FrameKinds(provider, {"content-type": "text/event-stream"}, max_frame_bytes)
-            frames: list[tuple[str, int]] = [("partial", len(data))]
-            if kinds is not None and not broken:
-                try:
-                    frames = kinds.feed(data)
-                except Exception:  # noqa: BLE001 - malformed or undecodable bytes: timing is still true
-                    broken = True
-            for kind, size in frames:
+        if isinstance(data, tuple):
+            for kind, size in data:
                 yield json.dumps({"t": round(t, 6), "kind": kind, "size": size})
-            continue
-        if isinstance(data, Mapping):
-            try:
-                kinds = _FrameKinds(provider, data, max_frame_bytes)
-            except Exception:  # noqa: BLE001 - an encoding the core cannot decode
-                broken = True
-        yield from capture_lines([(t, data)])
+        else:
+            yield from capture_lines([(t, data)])
 
 
 def _safe(text: str | None, limit: int = 64) -> str:
