@@ -75,7 +75,7 @@ class Recording:
     ending: str | None = None
     kinds: set[str] = field(default_factory=set)
     timing: bool = False
-    _scanned: bool = False
+    _scanned: bool = field(default=False, repr=False)
 
     def frame_kinds(self) -> set[str]:
         """The kinds of the recording's frames (a full capture's are found by framing its bytes)."""

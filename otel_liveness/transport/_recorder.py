@@ -6,7 +6,8 @@ Two modes (``Policy.capture_mode``):
 - ``"full"``: every attempt that did not complete, with its bytes (holds reply content).
 - ``"timing"``: no content -- each frame's time, kind and size -- for every attempt that did not
   complete and a ``Policy.capture_sample`` fraction of the completed ones (recording healthy
-  attempts is what lets ``whatif`` count the kills a policy would make of them).
+  attempts is what lets ``whatif`` count the kills a policy would make of them). The engine
+  reduces each read as it arrives (:mod:`otel_liveness.core.capture`): no content is held.
 
 Format (JSON Lines). The first record describes the attempt, and carries no secret and no
 content: ``{"t": 0, "meta": {"format": "full"|"timing", "provider", "host", "model",
