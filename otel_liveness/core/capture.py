@@ -75,8 +75,6 @@ class FrameReducer:
         return tuple(out) or (("partial", len(data)),)
 
 
-
-
 class TimingCapture(list[tuple[float, CaptureItem]]):
     """A capture list whose body chunks are reduced to :data:`~.events.FrameSizes` on append."""
 
