@@ -53,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--policy", action="append", dest="policies", metavar="NAME=SPEC", default=[],
                    help="a candidate: NAME=field=value,... (Policy fields or raw/first_byte/semantic/wall; "
                         "values as in OTEL_LIVENESS_*); repeatable; default: the defaults")
+    w.add_argument("--provider", choices=sorted(PROFILES), default="anthropic",
+                   help="the wire of recordings that do not name one (captures older than the recorder's "
+                        "description record; default anthropic)")
     w.add_argument("--json", action="store_true", help="print one JSON object")
     t = sub.add_parser("tune", help="recommend the raw and first-byte bounds from recorded attempts")
     t.add_argument("paths", nargs="+", metavar="PATH", help="a recording, or a folder of them (recursively)")
@@ -62,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="multiply what the recordings need by M (default 1.5)")
     t.add_argument("--holdout", type=float, default=0.25, metavar="F",
                    help="the share of recordings kept out of the fit to validate it (default 0.25)")
+    t.add_argument("--provider", choices=sorted(PROFILES), default="anthropic",
+                   help="the wire of recordings that do not name one (default anthropic)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
     td = sub.add_parser("tune-demo", help="the tuning loop on the embedded simulated provider: record a fleet, "
                                           "whatif on three policies, tune, replay the tuned policy")
@@ -146,7 +151,7 @@ def _whatif(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"otel-liveness whatif: {exc}", file=sys.stderr)
         return 2
-    recordings, errors = load(args.paths)
+    recordings, errors = load(args.paths, args.provider)
     for error in errors:
         print(f"otel-liveness whatif: {error['error']}", file=sys.stderr)
     if not recordings:
@@ -166,7 +171,7 @@ def _tune(args: argparse.Namespace) -> int:
         print("otel-liveness tune: need 0 <= --max-false-kill-rate < 1, --margin >= 1, 0 < --holdout < 1",
               file=sys.stderr)
         return 2
-    recordings, errors = load(args.paths)
+    recordings, errors = load(args.paths, args.provider)
     for error in errors:
         print(f"otel-liveness tune: {error['error']}", file=sys.stderr)
     if not recordings:

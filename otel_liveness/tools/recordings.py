@@ -75,6 +75,7 @@ class Recording:
     ending: str | None = None
     kinds: set[str] = field(default_factory=set)
     timing: bool = False
+    fallback_provider: str = "anthropic"  # the wire of a recording that does not name one
     _scanned: bool = field(default=False, repr=False)
 
     def frame_kinds(self) -> set[str]:
@@ -87,7 +88,7 @@ class Recording:
     @property
     def provider(self) -> str:
         name = self.meta.get("provider")
-        return name if isinstance(name, str) and name in PROFILES else "anthropic"
+        return name if isinstance(name, str) and name in PROFILES else self.fallback_provider
 
     @property
     def host(self) -> str | None:

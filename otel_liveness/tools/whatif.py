@@ -79,14 +79,17 @@ def parse_policy(text: str) -> tuple[str, Policy]:
         raise ValueError(f"policy {name}: {str(exc).removeprefix('OTEL_LIVENESS_').lower()}") from None
 
 
-def load(paths: Iterable[str]) -> tuple[list[Recording], list[dict[str, str]]]:
-    """Every recording under ``paths``; files that cannot be read or parsed are reported (file,
-    error naming the line) and skipped -- the others are still read."""
+def load(paths: Iterable[str], provider: str = "anthropic") -> tuple[list[Recording], list[dict[str, str]]]:
+    """Every recording under ``paths`` (``provider``: the wire of those that do not name one);
+    files that cannot be read or parsed are reported (file, error naming the line) and skipped --
+    the others are still read."""
     recordings: list[Recording] = []
     errors: list[dict[str, str]] = []
     for path in iter_paths(paths):
         try:
-            recordings.append(read_recording(path))
+            recording = read_recording(path)
+            recording.fallback_provider = provider
+            recordings.append(recording)
         except CaptureError as exc:
             errors.append({"file": path, "error": str(exc)})
         except OSError as exc:
