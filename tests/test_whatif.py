@@ -377,3 +377,17 @@ def test_recordings_without_a_provider_take_the_one_given(tmp_path: pathlib.Path
     for provider, false_kills in (("openai-chat", 0), ("anthropic", 1)):
         assert main(["whatif", str(tmp_path), "--provider", provider, "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["policies"]["defaults"]["false_kills"] == false_kills, provider
+
+
+def test_the_end_of_the_body_is_wire_activity_and_encoding_is_dropped_for_rebuilt_frames(tmp_path: pathlib.Path) -> None:
+    # The last frame at 10 s, the body's end at 100 s: a 50 s bound kills at 60 s, before the wire
+    # said its last word -- a false kill, not a detection. The recording has no description and a
+    # gzip header: its frames are rebuilt, unencoded, and judged all the same.
+    write(tmp_path, "late-eof.jsonl", [{"t": 0.1, **SSE, "content_encoding": "gzip", "provider": "anthropic"},
+                                       {"t": 1, "kind": "preamble", "size": 100}, {"t": 10, "kind": "content", "size": 50},
+                                       {"t": 100, "eof": True}])
+    recordings, errors = load([str(tmp_path)])
+    assert errors == [] and recordings[0].timing and "content-encoding" not in recordings[0].chunks[0].data  # type: ignore[operator]
+    row = whatif(recordings, dict([parse_policy("r=raw=50")]))["policies"]["r"]
+    assert (row["kills"], row["false_kills"], row["caught"], row["missed"]) == (1, 1, 0, 0)
+    assert row["verdicts"] == {"raw_silence": 1}

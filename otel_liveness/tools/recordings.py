@@ -62,7 +62,7 @@ class Chunk:
 class Recording:
     """One attempt's recording: ``meta`` (the first record's description, empty for a capture
     written before it existed), the ``chunks`` a replay feeds the engine, the time of every wire
-    event (``activity``: headers and body reads) and of the ``first_byte`` of the body, how it
+    event (``activity``: headers, body reads, the end of the body) and of the ``first_byte`` of the body, how it
     ended (``ending``: ``eof``, ``error``, ``end``, or ``None`` when the file stops without an end
     record) and when (``end``), and the kinds of frames it saw (``kinds``; timing recordings)."""
 
@@ -310,6 +310,7 @@ def parse_recording(lines: Iterable[str], source: str | None = None) -> Recordin
         if record.get("eof") is True:
             rec.chunks.append(Chunk(t, None))
             rec.ending, ended = "eof", True
+            rec.activity.append(t)  # the body's end arrived: the wire was alive until then
         elif record.get("end") is True:
             rec.chunks.append(Chunk(t, "end"))
             rec.ending, ended = "end", True
@@ -324,8 +325,6 @@ def parse_recording(lines: Iterable[str], source: str | None = None) -> Recordin
             for name in ("provider", "body_bytes", "host", "model"):  # a header record may describe the attempt
                 if name in record and name not in rec.meta:
                     rec.meta[name] = record[name]
-            if rec.meta.get("format") == "timing":
-                headers.pop("content-encoding", None)  # rebuilt frames are not encoded
             eventstream = str(headers.get("content-type", "")).startswith(EVENTSTREAM)
             rec.chunks.append(Chunk(t, headers))
             rec.activity.append(t)
@@ -344,7 +343,10 @@ def parse_recording(lines: Iterable[str], source: str | None = None) -> Recordin
             raise fail(number, "needs \"data\", \"b64\", \"kind\", \"headers\", \"eof\", \"error\" or \"end\"")
     flush()
     rec.end = last_t
-    rec.timing = rec.meta.get("format") == "timing"
+    rec.timing = rec.meta.get("format") == "timing" or bool(rec.kinds)
+    if rec.timing:  # rebuilt frames are not encoded, whatever the response's encoding was
+        rec.chunks = [Chunk(c.t, {k: v for k, v in c.data.items() if k != "content-encoding"})
+                      if isinstance(c.data, Mapping) else c for c in rec.chunks]
     return rec
 
 

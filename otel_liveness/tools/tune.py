@@ -58,9 +58,7 @@ def max_gaps(rec: Recording) -> float | None:
     to the end of the body when it ended; a final silence that no byte ended is not a gap."""
     if rec.first_byte is None:
         return None
-    times = [t for t in rec.activity if t >= rec.first_byte]
-    if rec.ending == "eof":
-        times.append(rec.end)
+    times = [t for t in rec.activity if t >= rec.first_byte]  # (the end of the body included)
     return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
 
 
