@@ -7,8 +7,8 @@ fed the recording instead of a socket -- and counted:
 
 - **kill**: a verdict of silence (``raw_silence``, ``first_byte_timeout``, ``semantic_timeout``)
   at a time ``T`` before the recording's own end;
-- **false kill**: a kill at ``T`` where the recording shows wire activity (headers or a body
-  read) after ``T``: the stream was alive;
+- **false kill**: a kill at ``T`` where the recording shows wire activity (headers, a body read,
+  the end of the body) after ``T``: the stream was alive;
 - **went silent** (the truth detection is measured against): the attempt ended with nothing more
   read -- no end of body, no connection error, no stop or error frame, not completed -- and was
   not cut by a kill of the recording-time policy; its **detection delay** is ``T`` minus its last
