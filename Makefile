@@ -1,5 +1,6 @@
 # otel-liveness: everything a fresh machine needs is installed by these targets.
 #   make demo   -- the agent-shaped demo on the embedded simulated provider
+#   make tune-demo -- record a fleet, whatif on three policies, tune, replay the tuned policy
 #   make test   -- the whole test suite (what .ci/run calls), with coverage and its floor
 #   make test-pure -- the whole suite with the C extensions disabled (the pure-Python fallback)
 #   make test-under-load -- the timing-heavy tests, 5 runs, with every core held by a busy loop
@@ -12,7 +13,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: install demo test test-pure test-under-load mutate lint bench clean system-deps collector preview dashboards
+.PHONY: install demo tune-demo test test-pure test-under-load mutate lint bench clean system-deps collector preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -38,6 +39,9 @@ install: $(STAMP)
 
 demo: install
 	$(BIN)/otel-liveness demo $(DEMO_ARGS)
+
+tune-demo: install
+	$(BIN)/otel-liveness tune-demo $(DEMO_ARGS)
 
 # Static checks: ruff (a small, deliberate rule set, pyproject.toml) and mypy --strict on the package.
 lint: install

@@ -52,6 +52,7 @@ from enum import StrEnum
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from . import errors as E
+from .capture import new_capture
 from .clocks import AttemptClock, Notice, RawSilenceExpired, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
@@ -161,7 +162,8 @@ class _Attempt:
         self.prefix_room = policy.max_prefix_bytes
         self.released = 0
         #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`).
-        self.capture: list[tuple[float, CaptureItem]] | None = [] if policy.capture_dir else None
+        self.capture: list[tuple[float, CaptureItem]] | None = (
+            new_capture(policy, engine.profile.name) if policy.capture_dir else None)
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self.lane = Lane(engine.profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
         self.lane.attach(SSEFramer.scanner_of(self.framer))

@@ -111,6 +111,10 @@ M_OPERATION_DURATION: Final = ("gen_ai.client.operation.duration", "s", "Duratio
 M_TOKEN_USAGE: Final = ("gen_ai.client.token.usage", "{token}", "Tokens used")
 M_EXPORT_FAILURES: Final = ("liveness.telemetry.export_failures", "{failure}",
                             "Telemetry exports that failed and were dropped (collector down, network)")
+M_RECORDER_DROPS: Final = ("liveness.recorder.drops", "{recording}",
+                           "Flight-recorder recordings not kept, by reason (write_error, too_large, evicted)")
+#: Why a flight-recorder recording was not kept (on ``liveness.recorder.drops``).
+RECORDER_REASON: Final = "liveness.recorder.reason"
 
 #: Bucket advice. The GenAI conventions' duration buckets, extended to half an hour: long-thinking
 #: models are silent for many minutes, and a fixed watchdog shows as a band at its threshold.

@@ -110,7 +110,7 @@ class TransportBase:
         )
         hooks: list[Hook] = [*self._hooks, *_context_hooks(request)]
         if policy.capture_dir:
-            hooks.append(FlightRecorder(policy.capture_dir))
+            hooks.append(FlightRecorder(policy.capture_dir, policy))
         # A streamed body (iterator, generator, async iterable, file object) is kept as it is sent,
         # up to the bound, so that a retry re-sends it byte for byte -- or is not made (_body.py).
         # Shadow mode never retries: nothing to keep.
