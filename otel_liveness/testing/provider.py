@@ -51,10 +51,16 @@ class _State:
 
 
 class SimulatedProvider:
-    """A real HTTP/1.1 server on 127.0.0.1 speaking provider wire formats from scripts."""
+    """A real HTTP/1.1 server on 127.0.0.1 speaking provider wire formats from scripts; with
+    ``http2=True``, cleartext HTTP/2 with prior knowledge instead (every request a stream of a
+    shared connection; :mod:`otel_liveness.testing.h2server`, needs the ``h2`` package)."""
 
-    def __init__(self, scenarios: dict[str, Scenario] | None = None, *, time_scale: float = 1.0) -> None:
+    def __init__(self, scenarios: dict[str, Scenario] | None = None, *, time_scale: float = 1.0,
+                 http2: bool = False) -> None:
         self.time_scale = time_scale
+        self.http2 = http2
+        #: TCP connections accepted so far (HTTP/2 siblings share one).
+        self.connections_accepted = 0
         self._state = _State(scenarios=dict(scenarios or {}))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -149,7 +155,13 @@ class SimulatedProvider:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        self.connections_accepted += 1
         try:
+            if self.http2:
+                from .h2server import H2Session
+
+                await H2Session(self, reader, writer).run()
+                return
             while True:
                 try:
                     head = await reader.readuntil(b"\r\n\r\n")
@@ -175,8 +187,9 @@ class SimulatedProvider:
             if not writer.transport.is_closing():
                 writer.close()
 
-    async def _respond(self, method: str, target: str, headers: dict[str, str], body: bytes,
-                       reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    def _begin(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[Sequence[Any], RequestLog]:
+        """The script a request plays and its log entry (logged); a request for an unknown
+        scenario plays a 404."""
         path = target.split("?", 1)[0]
         name = "ok"
         if path.startswith("/s/"):
@@ -185,18 +198,24 @@ class SimulatedProvider:
             name = "openai-ok"
         scenario = self._state.scenarios.get(name)
         if scenario is None:
-            await self._write_status(writer, Status(404, json.dumps({"error": f"no scenario {name!r}"}).encode()), "req_none")
-            return True
+            return [Status(404, json.dumps({"error": f"no scenario {name!r}"}).encode())], RequestLog(
+                name, 0, method, path, {}, b"", "req_none")
         n = self._state.counts.get(name, 0)
         self._state.counts[name] = n + 1
         request_id = f"req_sim_{next(self._ids):06d}"
         log = RequestLog(name, n, method, path, {k: ("<redacted>" if k in _REDACT else v) for k, v in headers.items()},
                          body, request_id)
         self._state.log.append(log)
+        return scenario.script(n), log
+
+    async def _respond(self, method: str, target: str, headers: dict[str, str], body: bytes,
+                       reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        script, log = self._begin(method, target, headers, body)
+        request_id = log.request_id
         scale = self.time_scale
         chunked = False
         try:
-            for step in scenario.script(n):
+            for step in script:
                 if reader.at_eof():
                     log.disconnected = True
                     return False

@@ -29,6 +29,18 @@ class AsyncBackend:
 
         return anyio.CancelScope(shield=True)
 
+    @staticmethod
+    def scope_after(seconds: float) -> Any:
+        """A scope that cancels what it encloses after ``seconds`` (``cancelled_caught`` then
+        says so): the bound of one HTTP/2 stream's read."""
+        import anyio
+
+        return anyio.move_on_after(seconds)
+
+
+class _NoScope(contextlib.nullcontext[Any]):
+    cancelled_caught = False
+
 
 class SyncBackend:
     """Blocking I/O in the caller's thread: nothing polls, no thread is started."""
@@ -43,3 +55,9 @@ class SyncBackend:
     @staticmethod
     def shield() -> Any:
         return contextlib.nullcontext()
+
+    @staticmethod
+    def scope_after(seconds: float) -> Any:
+        """Nothing can cancel a blocking read from the same thread: the read ends at the stream's
+        deadline only when it is the one reading the connection (docs/http2.md)."""
+        return _NoScope()

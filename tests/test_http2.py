@@ -1,0 +1,270 @@
+"""HTTP/2: two streams on ONE connection (a real h2c server on loopback, the simulated provider's
+``http2=True`` mode), one judged stream's verdict must end that stream alone.
+
+For httpx2 (through the anthropic SDK) and httpx (plain client), on asyncio, trio and in threads
+(sync): (a) B's wall budget ends B alone, A completes on one attempt; (b) B stalls after content
+while A keeps sending pings and content: B's stall is found within its raw bound plus a small
+tolerance (a ``StreamTruncated`` with cause ``raw_silence``), A completes on one attempt with its
+whole reply; (c) A's report shows one attempt and no connection error. The server sees one TCP
+connection and B's stream reset (RST_STREAM), not the connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import anyio
+import httpx
+import httpx2
+import pytest
+
+import otel_liveness
+from otel_liveness import Policy, ProviderError, StreamTruncated, WallTimeout
+from otel_liveness.testing import SimulatedProvider, anthropic_reply
+from otel_liveness.testing import steps as s
+
+pytest.importorskip("h2")
+
+# 1 provider second = 10 ms. A: a 0.5 s think of pings 50 ms apart, then 10 deltas 50 ms apart.
+TIME_SCALE = 0.01
+RAW = 0.3
+POLICY = Policy(raw_idle_timeout=RAW, first_byte_timeout=None, semantic_notice_interval=0.1, backoff_initial=0.01,
+                backoff_max=0.05)
+A_TEXT = "A's whole reply, ten deltas long."
+TOLERANCE = 0.25  # scheduling on a loaded 2-core machine; the bounds themselves are 0.3 and 0.4 s
+MESSAGES = [{"role": "user", "content": "hi"}]
+BODY = json.dumps({"model": "claude-sim-1", "max_tokens": 64, "stream": True, "messages": MESSAGES}).encode()
+
+KINDS = ["asyncio", "trio", "sync"]
+FAMILIES = ["httpx2", "httpx"]
+
+
+@pytest.fixture
+def h2provider() -> Iterator[SimulatedProvider]:
+    with SimulatedProvider(time_scale=TIME_SCALE, http2=True) as server:
+        yield server
+
+
+def a_script() -> list[Any]:
+    return [s.Headers(), *anthropic_reply(A_TEXT, think_pings=10, ping_every=5.0, deltas=10, delta_every=5.0)]
+
+
+@dataclass
+class Outcome:
+    text: str = ""
+    body: bytes = b""
+    error: BaseException | None = None
+    report: dict[str, Any] | None = None
+    started: float = 0.0
+    ended: float = 0.0
+    http_version: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def elapsed(self) -> float:
+        return self.ended - self.started
+
+
+def _inner(family: str, is_async: bool) -> Any:
+    x = httpx2 if family == "httpx2" else httpx
+    cls = x.AsyncHTTPTransport if is_async else x.HTTPTransport
+    return cls(http1=False, http2=True)  # h2c with prior knowledge
+
+
+def _policy_for(wall: float | None) -> Any:
+    """B's own wall budget (a per-call policy: a context variable of its task or thread)."""
+    return otel_liveness.liveness_policy(wall_timeout=wall) if wall is not None else contextlib.nullcontext()
+
+
+async def _read_async(family: str, client: Any, url: str, out: Outcome, wall: float | None) -> None:
+    out.started = time.monotonic()
+    try:
+        with _policy_for(wall):
+            if family == "httpx2":
+                async with client.messages.stream(model="claude-sim-1", max_tokens=64, messages=MESSAGES) as stream:
+                    out.http_version = stream.response.http_version
+                    out.report = stream.response.extensions["liveness"]
+                    out.text = await stream.get_final_text()
+            else:
+                async with client.stream("POST", url + "/v1/messages", content=BODY,
+                                         headers={"content-type": "application/json"}) as response:
+                    out.http_version = response.http_version
+                    out.report = response.extensions["liveness"]
+                    async for chunk in response.aiter_raw():
+                        out.body += chunk
+    except Exception as exc:
+        out.error = exc
+    out.ended = time.monotonic()
+
+
+def _read_sync(family: str, client: Any, url: str, out: Outcome, wall: float | None) -> None:
+    out.started = time.monotonic()
+    try:
+        with _policy_for(wall):
+            if family == "httpx2":
+                with client.messages.stream(model="claude-sim-1", max_tokens=64, messages=MESSAGES) as stream:
+                    out.http_version = stream.response.http_version
+                    out.report = stream.response.extensions["liveness"]
+                    out.text = stream.get_final_text()
+            else:
+                with client.stream("POST", url + "/v1/messages", content=BODY,
+                                   headers={"content-type": "application/json"}) as response:
+                    out.http_version = response.http_version
+                    out.report = response.extensions["liveness"]
+                    for chunk in response.iter_raw():
+                        out.body += chunk
+    except Exception as exc:
+        out.error = exc
+    out.ended = time.monotonic()
+
+
+def run_pair(provider: SimulatedProvider, family: str, kind: str, url_a: str, url_b: str, *,
+             wall_b: float | None = None, policy: Policy = POLICY) -> tuple[Outcome, Outcome]:
+    """A and B concurrently through ONE client (one pool, one HTTP/2 connection); B starts once
+    the server has A's request, so both are streams of A's connection."""
+    a, b = Outcome(), Outcome()
+    is_async = kind != "sync"
+    transport = otel_liveness.wrap(_inner(family, is_async), policy, telemetry=False)
+
+    def clients(url: str) -> Any:
+        if family == "httpx2":
+            cls = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
+            http = (httpx2.AsyncClient if is_async else httpx2.Client)(transport=transport)
+            return cls(base_url=url, api_key="sk-ant-test", max_retries=0, http_client=http), http
+        x = httpx2 if family == "httpx2" else httpx
+        http = (x.AsyncClient if is_async else x.Client)(transport=transport, timeout=30)
+        return http, http
+
+    if is_async:
+        async def main() -> None:
+            ca, http_a = clients(url_a)
+            cb, _ = clients(url_b)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_read_async, family, ca, url_a, a, None)
+                while not provider.requests():
+                    await anyio.sleep(0.005)
+                tg.start_soon(_read_async, family, cb, url_b, b, wall_b)
+            await http_a.aclose()
+
+        anyio.run(main, backend=kind)
+    else:
+        ca, http_a = clients(url_a)
+        cb, _ = clients(url_b)
+        ta = threading.Thread(target=_read_sync, args=(family, ca, url_a, a, None))
+        ta.start()
+        deadline = time.monotonic() + 5
+        while not provider.requests() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        tb = threading.Thread(target=_read_sync, args=(family, cb, url_b, b, wall_b))
+        tb.start()
+        ta.join(30)
+        tb.join(30)
+        assert not ta.is_alive() and not tb.is_alive()
+        http_a.close()
+    return a, b
+
+
+def assert_a_whole(family: str, a: Outcome) -> None:
+    """(c) A completed on one attempt with its whole reply and no connection error."""
+    assert a.error is None, repr(a.error)
+    assert a.http_version == "HTTP/2"
+    assert a.report is not None
+    assert [x["outcome"] for x in a.report["attempts"]] == ["completed"]
+    assert a.report["stop_reason"] == "completed"
+    if family == "httpx2":
+        assert a.text == A_TEXT
+    else:
+        text = "".join(json.loads(line[6:])["delta"]["text"] for line in a.body.decode().split("\n")
+                       if line.startswith("data: ") and '"text_delta"' in line)
+        assert text == A_TEXT and a.body.rstrip().endswith(b'{"type":"message_stop"}')
+
+
+def wait_for(predicate: Any, timeout: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return bool(predicate())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_wall_budget_of_one_stream_ends_that_stream_alone(h2provider, family, kind) -> None:  # type: ignore[no-untyped-def]
+    url_a = h2provider.add("a", [a_script()])
+    # B: a long think (pings only, 50 ms apart): its 0.4 s wall budget ends it before any content.
+    url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply("B", think_pings=100, ping_every=5.0)]])
+    a, b = run_pair(h2provider, family, kind, url_a, url_b, wall_b=0.4)
+    assert isinstance(otel_liveness.liveness_error(b.error), WallTimeout), repr(b.error)
+    assert 0.4 - 0.01 <= b.elapsed <= 0.4 + TOLERANCE
+    assert a.ended > b.ended + 0.1  # A went on streaming after B's end
+    assert_a_whole(family, a)
+    assert h2provider.connections_accepted == 1
+    assert h2provider.attempts("a") == 1 and h2provider.attempts("b") == 1
+    # B's stream was reset (the server's script for it ended on the client's RST_STREAM).
+    assert wait_for(lambda: h2provider.requests("b")[0].disconnected)
+    assert h2provider.requests("a")[0].finished
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_stall_of_one_stream_is_found_at_its_bound_while_a_sibling_sends(h2provider, family, kind) -> None:  # type: ignore[no-untyped-def]
+    url_a = h2provider.add("a", [a_script()])
+    # B: content at once, then nothing more on its stream (kept open) while A keeps sending.
+    url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply("bbbbbb", deltas=6, stall_after=2), s.Stall()]])
+    a, b = run_pair(h2provider, family, kind, url_a, url_b)
+    error = otel_liveness.liveness_error(b.error)
+    assert isinstance(error, StreamTruncated), repr(b.error)
+    assert error.cause == "raw_silence"
+    assert RAW - 0.01 <= b.elapsed <= RAW + TOLERANCE
+    assert a.ended > b.ended + 0.1  # A was still sending when B's stall was found
+    assert_a_whole(family, a)
+    assert h2provider.connections_accepted == 1
+    assert h2provider.attempts("a") == 1 and h2provider.attempts("b") == 1
+    assert wait_for(lambda: h2provider.requests("b")[0].disconnected)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_stall_before_content_is_retried_on_the_same_connection(h2provider, family, kind) -> None:  # type: ignore[no-untyped-def]
+    url_a = h2provider.add("a", [a_script()])
+    url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply()[:1], s.Stall()],
+                                 [s.Headers(), *anthropic_reply("B recovered.")]])
+    a, b = run_pair(h2provider, family, kind, url_a, url_b)
+    assert b.error is None, repr(b.error)
+    assert b.report is not None and [x["outcome"] for x in b.report["attempts"]] == ["raw_silence", "completed"]
+    assert_a_whole(family, a)
+    # The retry is a new stream of the same connection: B's verdict did not cost the connection.
+    assert h2provider.connections_accepted == 1
+    assert h2provider.attempts("b") == 2 and h2provider.attempts("a") == 1
+    assert wait_for(lambda: h2provider.requests("b")[0].disconnected)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_both_streams_silent_each_found_at_its_own_bound(h2provider, kind) -> None:  # type: ignore[no-untyped-def]
+    # The whole connection goes quiet: each stream's stall is its own verdict, the connection stays.
+    url_a = h2provider.add("a", [[s.Headers(), *anthropic_reply("aaaaaa", deltas=6, stall_after=2), s.Stall()]])
+    url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply("bbbbbb", deltas=6, stall_after=2), s.Stall()]])
+    a, b = run_pair(h2provider, "httpx2", kind, url_a, url_b)
+    for out in (a, b):
+        error = otel_liveness.liveness_error(out.error)
+        assert isinstance(error, StreamTruncated) and error.cause == "raw_silence", repr(out.error)
+        assert RAW - 0.01 <= out.elapsed <= RAW + TOLERANCE
+    assert h2provider.connections_accepted == 1
+
+
+def test_exhausted_stream_does_not_cost_a_sibling(h2provider) -> None:  # type: ignore[no-untyped-def]
+    # B dies before content on every attempt (a stream the server resets): ProviderError for B,
+    # A unharmed on the same connection.
+    url_a = h2provider.add("a", [a_script()])
+    url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply()[:1], s.Reset()]])
+    a, b = run_pair(h2provider, "httpx2", "asyncio", url_a, url_b)
+    error = otel_liveness.liveness_error(b.error)
+    assert isinstance(error, ProviderError) and error.attempts == POLICY.max_attempts, repr(b.error)
+    assert_a_whole("httpx2", a)
+    assert h2provider.connections_accepted == 1
