@@ -27,6 +27,7 @@ import pytest
 
 import otel_liveness
 from otel_liveness import Policy, ProviderError, StreamTruncated, WallTimeout
+from otel_liveness.core.events import RequestStarted, SemanticNotice
 from otel_liveness.testing import SimulatedProvider, anthropic_reply
 from otel_liveness.testing import steps as s
 
@@ -126,12 +127,14 @@ def _read_sync(family: str, client: Any, url: str, out: Outcome, wall: float | N
 
 
 def run_pair(provider: SimulatedProvider, family: str, kind: str, url_a: str, url_b: str, *,
-             wall_b: float | None = None, policy: Policy = POLICY) -> tuple[Outcome, Outcome]:
+             wall_b: float | None = None, policy: Policy = POLICY, hooks: Any = (),
+             then: tuple[str, Outcome] | None = None) -> tuple[Outcome, Outcome]:
     """A and B concurrently through ONE client (one pool, one HTTP/2 connection); B starts once
-    the server has A's request, so both are streams of A's connection."""
+    the server has A's request, so both are streams of A's connection. ``then``: a third request
+    (URL, outcome) through the same client after both ended."""
     a, b = Outcome(), Outcome()
     is_async = kind != "sync"
-    transport = otel_liveness.wrap(_inner(family, is_async), policy, telemetry=False)
+    transport = otel_liveness.wrap(_inner(family, is_async), policy, telemetry=False, hooks=hooks)
 
     def clients(url: str) -> Any:
         if family == "httpx2":
@@ -151,6 +154,9 @@ def run_pair(provider: SimulatedProvider, family: str, kind: str, url_a: str, ur
                 while not provider.requests():
                     await anyio.sleep(0.005)
                 tg.start_soon(_read_async, family, cb, url_b, b, wall_b)
+            if then is not None:
+                cc, _ = clients(then[0])
+                await _read_async(family, cc, then[0], then[1], None)
             await http_a.aclose()
 
         anyio.run(main, backend=kind)
@@ -167,6 +173,9 @@ def run_pair(provider: SimulatedProvider, family: str, kind: str, url_a: str, ur
         ta.join(30)
         tb.join(30)
         assert not ta.is_alive() and not tb.is_alive()
+        if then is not None:
+            cc, _ = clients(then[0])
+            _read_sync(family, cc, then[0], then[1], None)
         http_a.close()
     return a, b
 
@@ -247,14 +256,24 @@ def test_stall_before_content_is_retried_on_the_same_connection(h2provider, fami
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_both_streams_silent_each_found_at_its_own_bound(h2provider, kind) -> None:  # type: ignore[no-untyped-def]
-    # The whole connection goes quiet: each stream's stall is its own verdict, the connection stays.
+    # The whole connection goes quiet: each stream's stall is its own verdict, and the connection
+    # stays (a third request afterwards is a new stream of it).
     url_a = h2provider.add("a", [[s.Headers(), *anthropic_reply("aaaaaa", deltas=6, stall_after=2), s.Stall()]])
     url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply("bbbbbb", deltas=6, stall_after=2), s.Stall()]])
-    a, b = run_pair(h2provider, "httpx2", kind, url_a, url_b)
+    url_c = h2provider.add("c", [a_script()])
+    c = Outcome()
+    a, b = run_pair(h2provider, "httpx2", kind, url_a, url_b, then=(url_c, c))
+    elapsed = []
     for out in (a, b):
         error = otel_liveness.liveness_error(out.error)
         assert isinstance(error, StreamTruncated) and error.cause == "raw_silence", repr(out.error)
-        assert RAW - 0.01 <= out.elapsed <= RAW + TOLERANCE
+        elapsed.append(out.elapsed)
+    assert RAW - 0.01 <= min(elapsed)
+    # On asyncio/trio each at its own bound. In threads (docs/http2.md, the sync limit) a stream
+    # whose bytes its sibling's thread read for it may get the connection only when that thread's
+    # read ends (CPython's locks are not fair): up to one more bound.
+    assert max(elapsed) <= (RAW if kind != "sync" else 2 * RAW) + TOLERANCE
+    assert_a_whole("httpx2", c)
     assert h2provider.connections_accepted == 1
 
 
@@ -268,3 +287,32 @@ def test_exhausted_stream_does_not_cost_a_sibling(h2provider) -> None:  # type: 
     assert isinstance(error, ProviderError) and error.attempts == POLICY.max_attempts, repr(b.error)
     assert_a_whole("httpx2", a)
     assert h2provider.connections_accepted == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_notices_of_every_stream_fall_due_on_a_silent_connection(h2provider, kind) -> None:  # type: ignore[no-untyped-def]
+    # Both streams think in silence for 0.6 s (no pings: a wire-silent provider's think) with a
+    # notice due every 0.1 s: each stream's notices come on time, also for the stream whose reader
+    # waits while its sibling's reader holds the connection.
+    policy = Policy(raw_idle_timeout=3.0, first_byte_timeout=None, semantic_notice_interval=0.1)
+    script = [s.Headers(), *anthropic_reply()[:1], s.Sleep(60.0), *anthropic_reply("done")[1:]]
+    url_a = h2provider.add("a", [script])
+    url_b = h2provider.add("b", [script])
+    seen: list[tuple[float, Any]] = []
+    lock = threading.Lock()
+
+    def hook(event: Any) -> None:
+        if isinstance(event, (SemanticNotice, RequestStarted)):
+            with lock:
+                seen.append((time.monotonic(), event))
+
+    a, b = run_pair(h2provider, "httpx2", kind, url_a, url_b, policy=policy, hooks=[hook])
+    assert a.error is None and b.error is None, (a.error, b.error)
+    assert a.text == b.text == "done"
+    starts = [(at, e.report) for at, e in seen if isinstance(e, RequestStarted)]
+    assert len(starts) == 2
+    for started, report in starts:
+        notices = [at - started for at, e in seen if isinstance(e, SemanticNotice) and e.report is report]
+        # Due at 0.1, 0.2, ... s after the send; the silence lasts 0.6 s from the first byte.
+        on_time = [t for t in notices if t < 0.55]
+        assert len(on_time) >= 3, notices

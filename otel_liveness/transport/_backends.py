@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from typing import Any
 
@@ -37,9 +38,18 @@ class AsyncBackend:
 
         return anyio.move_on_after(seconds)
 
+    @staticmethod
+    def lock() -> Any:
+        """Mutual exclusion between a task and code run by a sibling task of the same event loop
+        without an await in between: nothing to exclude."""
+        return _NO_LOCK
+
 
 class _NoScope(contextlib.nullcontext[Any]):
     cancelled_caught = False
+
+
+_NO_LOCK = contextlib.nullcontext()
 
 
 class SyncBackend:
@@ -61,3 +71,7 @@ class SyncBackend:
         """Nothing can cancel a blocking read from the same thread: the read ends at the stream's
         deadline only when it is the one reading the connection (docs/http2.md)."""
         return _NoScope()
+
+    @staticmethod
+    def lock() -> Any:
+        return threading.Lock()

@@ -17,7 +17,16 @@ from ._backends import SyncBackend
 from ._base import TransportBase, error_for, io_failed
 from ._family import Family
 
-__all__ = ["SyncLivenessMixin", "SyncLivenessStream", "SyncPassThrough", "SyncWakingBackend", "SyncWakingStream"]
+__all__ = [
+    "SyncH2Pool",
+    "SyncH2Stream",
+    "SyncH2Wait",
+    "SyncLivenessMixin",
+    "SyncLivenessStream",
+    "SyncPassThrough",
+    "SyncWakingBackend",
+    "SyncWakingStream",
+]
 
 
 class SyncLivenessMixin(TransportBase):
@@ -213,7 +222,7 @@ class SyncLivenessStream:
 # and ends it with :class:`_StreamDeadline`, a ``BaseException`` that httpcore lets through as it
 # lets a cancellation through: it closes that stream alone and leaves the connection and its
 # read state untouched (the read consumed nothing). The pool's responses on HTTP/2 are read
-# through :class:`AsyncH2Stream`, which marks each read with ``_H2_READ``, bounds it (on
+# through :class:`SyncH2Stream`, which marks each read with ``_H2_READ``, bounds it (on
 # asyncio/trio) by a cancel scope at the stream's own deadline -- for a reader that waits for the
 # read lock while a sibling reads -- turns a deadline into the HTTP library's read timeout (the
 # driver then asks the engine for the verdict), and resets the HTTP/2 stream (RST_STREAM) when it
@@ -221,8 +230,8 @@ class SyncLivenessStream:
 # window is not spent on a stream nobody reads.
 
 _READING: ContextVar[Engine | None] = ContextVar("otel_liveness_reading", default=None)
-#: The HTTP/2 stream a read is made for: its engine and when that stream's wait began.
-_H2_READ: ContextVar[tuple[Engine, float] | None] = ContextVar("otel_liveness_h2_read", default=None)
+#: The wait of the HTTP/2 stream a read is made for (its engine, and when that stream's wait began).
+_H2_READ: ContextVar[SyncH2Wait | None] = ContextVar("otel_liveness_h2_read", default=None)
 _INF = float("inf")
 _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 _H2_CANCEL = 0x8  # RST_STREAM error code CANCEL (RFC 9113, 7)
@@ -236,10 +245,60 @@ class _StreamDeadline(BaseException):  # a control-flow signal, like a cancellat
     stream, turned into the HTTP library's read timeout above httpcore)."""
 
 
+class SyncH2Wait:
+    """One HTTP/2 stream waiting for its next event (its headers, or its next body read), from
+    ``start``. While it waits it is registered with its connection's network stream, whose reads
+    -- made by whichever sibling's reader holds the connection -- also wake at its notices and
+    deliver them (``lock`` keeps that and the stream's own thread apart in sync mode). Its
+    deadlines are not judged there: its next bytes may already be queued in httpcore, unread only
+    because its reader waits for the connection; they are its own reader's (and, on asyncio/trio,
+    its cancel scope's) to judge."""
+
+    __slots__ = ("engine", "lock", "quiet", "registry", "start")
+
+    def __init__(self, engine: Engine, start: float) -> None:
+        self.engine = engine
+        self.start = start
+        self.lock = SyncBackend.lock()
+        self.registry: set[SyncH2Wait] | None = None
+        self.quiet = False  # nothing more for a sibling to deliver (not woken for again)
+
+    def due(self) -> float:
+        """When something of this stream falls due: a notice, or a deadline of its own."""
+        engine = self.engine
+        at = self.start + engine.raw_hint
+        if engine.stop_hint < at:
+            at = engine.stop_hint
+        if engine.wake_hint < at:
+            at = engine.wake_hint
+        return at
+
+    def join(self, registry: set[SyncH2Wait]) -> None:
+        if self.registry is None:
+            self.registry = registry
+            registry.add(self)
+
+    def leave(self) -> None:
+        with self.lock:
+            registry, self.registry = self.registry, None
+            if registry is not None:
+                registry.discard(self)
+
+    def serve(self, now: float) -> None:
+        """Called by a sibling's read: deliver the notices due to this (waiting) stream."""
+        with self.lock:
+            if self.registry is None or self.quiet:
+                return
+            engine = self.engine
+            engine.notify(now)
+            if engine.wake_hint <= now:
+                self.quiet = True  # the engine has nothing more to deliver: not woken for again
+
+
 def _install_wakeups(inner: Any) -> None:
     """Wrap the network backend of ``inner``'s httpcore connection pool (a private attribute of
     httpx's and httpx2's transports), and make the pool read its HTTP/2 responses through
-    :class:`AsyncH2Stream`; transports without one (mocks, custom) are left as they are: their
+    :class:`SyncH2Stream`; transports without one (mocks, custom) are left as they are: their
     deadlines are then the socket timeout's, and notices arrive with the next read."""
     pool: Any = getattr(inner, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
@@ -262,16 +321,16 @@ _H2_POOLS: dict[type, type] = {}
 
 def _h2_pool_class(cls: type) -> type:
     """``cls`` (an httpcore connection pool class) whose responses on HTTP/2 are
-    :class:`AsyncH2Stream`; HTTP/1.1 responses are returned as they come."""
-    if issubclass(cls, AsyncH2Pool):
+    :class:`SyncH2Stream`; HTTP/1.1 responses are returned as they come."""
+    if issubclass(cls, SyncH2Pool):
         return cls
     sub = _H2_POOLS.get(cls)
     if sub is None:
-        sub = _H2_POOLS[cls] = type(cls.__name__, (AsyncH2Pool, cls), {"__module__": cls.__module__})
+        sub = _H2_POOLS[cls] = type(cls.__name__, (SyncH2Pool, cls), {"__module__": cls.__module__})
     return sub
 
 
-class AsyncH2Pool:
+class SyncH2Pool:
     """Mixed into the inner transport's connection pool class (see :func:`_h2_pool_class`)."""
 
     _liveness_timeout_error: type[BaseException]
@@ -280,33 +339,39 @@ class AsyncH2Pool:
         engine = _READING.get()
         if engine is None:  # not a request the engine judges
             return super().handle_request(request)  # type: ignore[misc]
-        token = _H2_READ.set((engine, SyncBackend.now()))
+        wait = SyncH2Wait(engine, SyncBackend.now())  # joins its connection's waits when it writes there
+        token = _H2_READ.set(wait)
         try:
             response = super().handle_request(request)  # type: ignore[misc]
         except _StreamDeadline:
             raise self._liveness_timeout_error("the stream's deadline passed (HTTP/2)") from None
         finally:
             _H2_READ.reset(token)
+            wait.leave()
         if response.extensions.get("http_version") == b"HTTP/2":
-            response.stream = AsyncH2Stream(response.stream, engine, request, self._liveness_timeout_error)
+            network = response.extensions.get("network_stream")
+            waits = network.waits if isinstance(network, SyncWakingStream) else None
+            response.stream = SyncH2Stream(response.stream, engine, request, self._liveness_timeout_error, waits)
         return response
 
 
-class AsyncH2Stream:
+class SyncH2Stream:
     """The body of a response on an HTTP/2 connection, read one stream-level read at a time: each
     marked with ``_H2_READ`` (the engine and when this stream's wait began, so its silence is its
     own, whatever its siblings send) and bounded by the stream's own deadline; closed before its
     end, the HTTP/2 stream is reset."""
 
-    def __init__(self, inner: Any, engine: Engine, request: Any, timeout_error: type[BaseException]) -> None:
+    def __init__(self, inner: Any, engine: Engine, request: Any, timeout_error: type[BaseException],
+                 waits: set[SyncH2Wait] | None) -> None:
         self._inner = inner
+        self._waits = waits
         self._iterator: Any = None
         self._engine = engine
         self._request = request
         self._timeout_error = timeout_error
         self._ended = False
 
-    def __iter__(self) -> AsyncH2Stream:
+    def __iter__(self) -> SyncH2Stream:
         return self
 
     def __next__(self) -> bytes:
@@ -321,11 +386,14 @@ class AsyncH2Stream:
         deadline = engine.stop_hint
         if start + engine.raw_hint < deadline:
             deadline = start + engine.raw_hint
-        token = _H2_READ.set((engine, start))
+        wait = SyncH2Wait(engine, start)
+        token = _H2_READ.set(wait)
         chunk: bytes | None = None
         try:
             scope: Any = SyncBackend.scope_after(deadline - start + _SCOPE_GRACE)
             with scope:
+                if self._waits is not None:
+                    wait.join(self._waits)
                 try:
                     chunk = self._iterator.__next__()
                 except StopIteration:
@@ -339,6 +407,7 @@ class AsyncH2Stream:
             pass  # the stream's own read ended at its deadline: the engine has the verdict
         finally:
             _H2_READ.reset(token)
+            wait.leave()
         if chunk is not None:
             return chunk
         self._reset()
@@ -400,13 +469,15 @@ class SyncWakingStream:
     read goes back to waiting. A read that gets data first costs one clock read. On an HTTP/2
     connection (its first write is the preface) a read is judged by the stream it is made for."""
 
-    __slots__ = ("_h2", "_inner", "_timeout_error", "watch")
+    __slots__ = ("_h2", "_inner", "_timeout_error", "waits", "watch")
 
     def __init__(self, inner: Any, timeout_error: type[BaseException]) -> None:
         self._inner = inner
         self._timeout_error = timeout_error
         self._h2 = False
         self.watch: Engine | None = None
+        #: HTTP/2: the streams of this connection waiting for an event (:class:`SyncH2Wait`).
+        self.waits: set[SyncH2Wait] = set()
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         if self._h2:
@@ -438,42 +509,65 @@ class SyncWakingStream:
                     raise  # the read's own timeout, or a deadline of the engine's: the driver judges it
 
     def _read_h2(self, max_bytes: int, timeout: float | None) -> bytes:
-        """A read of a connection shared by HTTP/2 streams, made for the stream in ``_H2_READ``:
-        it wakes at that stream's hints, its raw silence counted from when the *stream's* wait
-        began, and a deadline -- the stream's, or the read's own timeout -- ends the read with
-        :class:`_StreamDeadline`, which ends that stream alone. A read made for no judged stream
-        is passed through."""
+        """A read of a connection shared by HTTP/2 streams, made for the stream waiting in
+        ``_H2_READ``: it wakes at that stream's hints -- its raw silence counted from when the
+        *stream's* wait began -- and at the notices of the siblings waiting meanwhile (delivered
+        here); a deadline of its own stream, or the
+        read's own timeout, ends the read with :class:`_StreamDeadline`, which ends that stream
+        alone. A read made for no judged stream (a request the transport passes through) still
+        wakes for the waiting siblings; its own timeout is the HTTP library's."""
         current = _H2_READ.get()
         inner: Any = self._inner
-        if current is None:
+        waits = self.waits
+        if current is None and not waits:
             data: bytes = inner.read(max_bytes, timeout)
             return data
-        engine, start = current
         clock = SyncBackend.now
         now = clock()
         deadline = _INF if timeout is None else now + timeout
         while True:
-            wake = engine.wake_hint
-            stop = start + engine.raw_hint
-            if engine.stop_hint < stop:
-                stop = engine.stop_hint
-            if stop < wake:
-                wake = stop
+            wake = _INF if current is None else current.due()
+            for other in waits:
+                if other is not current and not other.quiet:
+                    due = other.engine.wake_hint
+                    if due < wake:
+                        wake = due
+            if current is None and wake >= deadline:
+                # A read for no judged stream: its own timeout is the HTTP library's, as it comes.
+                data = inner.read(max_bytes, None if timeout is None else max(deadline - now, 0.001))
+                return data
             if deadline < wake:
                 wake = deadline
-            if wake <= now and (now >= deadline or engine.woke(now, start)):
-                raise _StreamDeadline
+            if wake <= now:
+                self._serve(now, current)
+                if current is not None:
+                    with current.lock:
+                        if now >= deadline or current.engine.woke(now, current.start):
+                            raise _StreamDeadline
             try:
                 data = inner.read(max_bytes, None if wake == _INF else max(wake - now, 0.001))
-                return data
             except self._timeout_error:
                 now = clock()
-                if now >= deadline or engine.woke(now, start):
-                    raise _StreamDeadline from None
+            else:
+                if waits:
+                    self._serve(clock(), current)
+                return data
 
+    def _serve(self, now: float, current: SyncH2Wait | None) -> None:
+        """Deliver what is due at ``now`` to the siblings of ``current`` waiting on this connection."""
+        for other in list(self.waits):
+            if other is not current and not other.quiet and other.engine.wake_hint <= now:
+                other.serve(now)
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if not self._h2 and buffer[:24] == _H2_PREFACE:
+        if self._h2:
+            current = _H2_READ.get()
+            if current is not None and current.registry is None:
+                current.join(self.waits)  # a stream's request goes out on this connection: it waits here
+        elif buffer[:24] == _H2_PREFACE:
             self._h2 = True  # httpcore opened an HTTP/2 connection on this stream
+            current = _H2_READ.get()
+            if current is not None:
+                current.join(self.waits)
         self._inner.write(buffer, timeout)
 
     def close(self) -> None:
