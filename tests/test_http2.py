@@ -316,3 +316,77 @@ def test_notices_of_every_stream_fall_due_on_a_silent_connection(h2provider, kin
         # Due at 0.1, 0.2, ... s after the send; the silence lasts 0.6 s from the first byte.
         on_time = [t for t in notices if t < 0.55]
         assert len(on_time) >= 3, notices
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_caller_closing_one_stream_resets_it_alone(h2provider, kind) -> None:  # type: ignore[no-untyped-def]
+    # B's caller reads the first content and closes the response: B's stream is reset (the
+    # provider stops generating), A completes on the same connection.
+    url_a = h2provider.add("a", [a_script()])
+    url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply("B " * 40, deltas=40, delta_every=5.0)]])
+    is_async = kind != "sync"
+    transport = otel_liveness.wrap(_inner("httpx", is_async), POLICY, telemetry=False)
+    a, b = Outcome(), Outcome()
+
+    async def close_b_async(client: Any) -> None:
+        async with client.stream("POST", url_b + "/v1/messages", content=BODY) as response:
+            b.report = response.extensions["liveness"]
+            async for chunk in response.aiter_raw():
+                b.body += chunk
+                break
+        b.ended = time.monotonic()
+
+    def close_b_sync(client: Any) -> None:
+        with client.stream("POST", url_b + "/v1/messages", content=BODY) as response:
+            b.report = response.extensions["liveness"]
+            for chunk in response.iter_raw():
+                b.body += chunk
+                break
+        b.ended = time.monotonic()
+
+    if is_async:
+        async def main() -> None:
+            async with httpx.AsyncClient(transport=transport, timeout=30) as client:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_read_async, "httpx", client, url_a, a, None)
+                    while not h2provider.requests():
+                        await anyio.sleep(0.005)
+                    tg.start_soon(close_b_async, client)
+
+        anyio.run(main, backend=kind)
+    else:
+        with httpx.Client(transport=transport, timeout=30) as client:
+            ta = threading.Thread(target=_read_sync, args=("httpx", client, url_a, a, None))
+            ta.start()
+            assert wait_for(lambda: bool(h2provider.requests()))
+            close_b_sync(client)
+            ta.join(30)
+    assert b.body.startswith(b"event: message_start")
+    assert b.report is not None and b.report["stop_reason"] == "cancelled"
+    assert a.ended > b.ended
+    assert_a_whole("httpx", a)
+    assert h2provider.connections_accepted == 1
+    assert wait_for(lambda: h2provider.requests("b")[0].disconnected)  # RST_STREAM reached the server
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_cancelled_task_of_one_stream_costs_no_sibling(h2provider, backend) -> None:  # type: ignore[no-untyped-def]
+    url_a = h2provider.add("a", [a_script()])
+    url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply("B", think_pings=100, ping_every=5.0)]])
+    transport = otel_liveness.wrap(_inner("httpx2", True), POLICY, telemetry=False)
+    a, b = Outcome(), Outcome()
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(transport=transport, timeout=30) as client:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_read_async, "httpx", client, url_a, a, None)
+                while not h2provider.requests():
+                    await anyio.sleep(0.005)
+                with anyio.move_on_after(0.2) as scope:
+                    await _read_async("httpx", client, url_b, b, None)
+                assert scope.cancelled_caught
+
+    anyio.run(main, backend=backend)
+    assert_a_whole("httpx", a)
+    assert h2provider.connections_accepted == 1
+    assert wait_for(lambda: h2provider.requests("b")[0].disconnected)
