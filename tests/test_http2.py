@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -390,3 +391,68 @@ def test_cancelled_task_of_one_stream_costs_no_sibling(h2provider, backend) -> N
     assert_a_whole("httpx", a)
     assert h2provider.connections_accepted == 1
     assert wait_for(lambda: h2provider.requests("b")[0].disconnected)
+
+
+def _tls_contexts(tmp_path: Any) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A self-signed certificate for 127.0.0.1: the server's context and a client's trusting it."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(cert_file, key_file)
+    client = ssl.create_default_context(cafile=str(cert_file))
+    return server, client
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "sync"])
+def test_https_alpn_h2_stall_of_one_stream_ends_it_alone(tmp_path, kind) -> None:  # type: ignore[no-untyped-def]
+    # HTTPS with h2 negotiated by ALPN (how a provider's endpoint speaks HTTP/2): the same.
+    server_ctx, client_ctx = _tls_contexts(tmp_path)
+    with SimulatedProvider(time_scale=TIME_SCALE, http2=True, ssl_context=server_ctx) as provider:
+        url_a = provider.add("a", [a_script()])
+        url_b = provider.add("b", [[s.Headers(), *anthropic_reply("bbbbbb", deltas=6, stall_after=2), s.Stall()]])
+        assert url_a.startswith("https://")
+        is_async = kind != "sync"
+        inner = (httpx2.AsyncHTTPTransport if is_async else httpx2.HTTPTransport)(http2=True, verify=client_ctx)
+        transport = otel_liveness.wrap(inner, POLICY, telemetry=False)
+        a, b = Outcome(), Outcome()
+        if is_async:
+            async def main() -> None:
+                async with httpx2.AsyncClient(transport=transport, timeout=30) as client:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(_read_async, "httpx", client, url_a, a, None)
+                        while not provider.requests():
+                            await anyio.sleep(0.005)
+                        tg.start_soon(_read_async, "httpx", client, url_b, b, None)
+
+            anyio.run(main, backend=kind)
+        else:
+            with httpx2.Client(transport=transport, timeout=30) as client:
+                ta = threading.Thread(target=_read_sync, args=("httpx", client, url_a, a, None))
+                ta.start()
+                assert wait_for(lambda: bool(provider.requests()))
+                _read_sync("httpx", client, url_b, b, None)
+                ta.join(30)
+        error = otel_liveness.liveness_error(b.error)
+        assert isinstance(error, StreamTruncated) and error.cause == "raw_silence", repr(b.error)
+        assert RAW - 0.01 <= b.elapsed <= RAW + TOLERANCE
+        assert_a_whole("httpx", a)
+        assert provider.connections_accepted == 1
+        assert wait_for(lambda: provider.requests("b")[0].disconnected)

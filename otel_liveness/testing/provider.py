@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Sequence
@@ -53,12 +54,17 @@ class _State:
 class SimulatedProvider:
     """A real HTTP/1.1 server on 127.0.0.1 speaking provider wire formats from scripts; with
     ``http2=True``, cleartext HTTP/2 with prior knowledge instead (every request a stream of a
-    shared connection; :mod:`otel_liveness.testing.h2server`, needs the ``h2`` package)."""
+    shared connection; :mod:`otel_liveness.testing.h2server`, needs the ``h2`` package). With an
+    ``ssl_context`` (a server context with its certificate loaded) it serves HTTPS, and with
+    ``http2=True`` offers ``h2`` by ALPN, as a provider's HTTPS endpoint does."""
 
     def __init__(self, scenarios: dict[str, Scenario] | None = None, *, time_scale: float = 1.0,
-                 http2: bool = False) -> None:
+                 http2: bool = False, ssl_context: ssl.SSLContext | None = None) -> None:
         self.time_scale = time_scale
         self.http2 = http2
+        self._ssl = ssl_context
+        if ssl_context is not None:
+            ssl_context.set_alpn_protocols(["h2"] if http2 else ["http/1.1"])
         #: TCP connections accepted so far (HTTP/2 siblings share one).
         self.connections_accepted = 0
         self._state = _State(scenarios=dict(scenarios or {}))
@@ -79,7 +85,7 @@ class SimulatedProvider:
             loop = asyncio.new_event_loop()
             self._loop = loop
             asyncio.set_event_loop(loop)
-            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self._ssl))
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             loop.run_forever()
@@ -124,7 +130,7 @@ class SimulatedProvider:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self._ssl is not None else 'http'}://127.0.0.1:{self.port}"
 
     def base_url(self, scenario: str) -> str:
         """The base URL a client uses to play ``scenario`` (``/s/<name>`` + the provider's paths)."""
