@@ -569,6 +569,11 @@ class AsyncWakingStream:
             if current is not None:
                 current.join(self.waits)
         await self._inner.write(buffer, timeout)
+        if self._h2 and len(self.waits) > 1:
+            # httpcore writes after releasing the connection's read lock: give a sibling waiting
+            # for it (its bytes perhaps read for it already) the chance to take it (threads only:
+            # an event loop's locks are fair).
+            AsyncBackend.let_waiters_run()
 
     async def aclose(self) -> None:
         await self._inner.aclose()

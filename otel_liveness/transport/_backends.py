@@ -39,6 +39,10 @@ class AsyncBackend:
         return anyio.move_on_after(seconds)
 
     @staticmethod
+    def let_waiters_run() -> None:
+        """Nothing: asyncio's and trio's locks hand over to their waiters in turn."""
+
+    @staticmethod
     def lock() -> Any:
         """Mutual exclusion between a task and code run by a sibling task of the same event loop
         without an await in between: nothing to exclude."""
@@ -75,3 +79,9 @@ class SyncBackend:
     @staticmethod
     def lock() -> Any:
         return threading.Lock()
+
+    @staticmethod
+    def let_waiters_run() -> None:
+        """Yield the processor, so that a thread woken by a lock just released can take it before
+        this thread takes it again (CPython's locks are not fair)."""
+        time.sleep(0)

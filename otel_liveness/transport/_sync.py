@@ -569,6 +569,11 @@ class SyncWakingStream:
             if current is not None:
                 current.join(self.waits)
         self._inner.write(buffer, timeout)
+        if self._h2 and len(self.waits) > 1:
+            # httpcore writes after releasing the connection's read lock: give a sibling waiting
+            # for it (its bytes perhaps read for it already) the chance to take it (threads only:
+            # an event loop's locks are fair).
+            SyncBackend.let_waiters_run()
 
     def close(self) -> None:
         self._inner.close()
