@@ -456,3 +456,16 @@ def test_https_alpn_h2_stall_of_one_stream_ends_it_alone(tmp_path, kind) -> None
         assert_a_whole("httpx", a)
         assert provider.connections_accepted == 1
         assert wait_for(lambda: provider.requests("b")[0].disconnected)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_shadow_mode_never_ends_a_stream(h2provider, kind) -> None:  # type: ignore[no-untyped-def]
+    # Shadow: B goes silent for longer than its raw bound, then finishes; nothing ends it.
+    url_a = h2provider.add("a", [a_script()])
+    pause = [s.Headers(), *anthropic_reply("B late.")[:3], s.Sleep(50.0), *anthropic_reply("B late.")[3:]]
+    url_b = h2provider.add("b", [pause])
+    a, b = run_pair(h2provider, "httpx2", kind, url_a, url_b, policy=POLICY.replace(shadow=True))
+    assert b.error is None and b.text == "B late.", repr(b.error)
+    assert b.elapsed >= 0.5
+    assert_a_whole("httpx2", a)
+    assert h2provider.connections_accepted == 1

@@ -33,10 +33,10 @@ class AsyncBackend:
     @staticmethod
     def scope_after(seconds: float) -> Any:
         """A scope that cancels what it encloses after ``seconds`` (``cancelled_caught`` then
-        says so): the bound of one HTTP/2 stream's read."""
+        says so): the bound of one HTTP/2 stream's read; none for an infinite one."""
         import anyio
 
-        return anyio.move_on_after(seconds)
+        return anyio.move_on_after(seconds) if seconds < _INF else _NoScope()
 
     @staticmethod
     def let_waiters_run() -> None:
@@ -54,6 +54,7 @@ class _NoScope(contextlib.nullcontext[Any]):
 
 
 _NO_LOCK = contextlib.nullcontext()
+_INF = float("inf")
 
 
 class SyncBackend:
