@@ -469,3 +469,18 @@ def test_shadow_mode_never_ends_a_stream(h2provider, kind) -> None:  # type: ign
     assert b.elapsed >= 0.5
     assert_a_whole("httpx2", a)
     assert h2provider.connections_accepted == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_stream_silent_before_its_headers_is_reset_and_retried(h2provider, kind) -> None:  # type: ignore[no-untyped-def]
+    # B's first attempt never gets its headers (a blackholed request): found at its bound while A
+    # sends, its stream reset (httpcore alone would only forget it), retried on the same connection.
+    url_a = h2provider.add("a", [a_script()])
+    url_b = h2provider.add("b", [[s.HangBeforeHeaders()], [s.Headers(), *anthropic_reply("B recovered.")]])
+    a, b = run_pair(h2provider, "httpx2", kind, url_a, url_b)
+    assert b.error is None and b.text == "B recovered.", repr(b.error)
+    assert b.report is not None and [x["outcome"] for x in b.report["attempts"]] == ["raw_silence", "completed"]
+    assert RAW - 0.01 <= b.report["attempts"][1]["started"] <= RAW + TOLERANCE
+    assert_a_whole("httpx2", a)
+    assert h2provider.connections_accepted == 1
+    assert wait_for(lambda: h2provider.requests("b")[0].disconnected)  # the RST_STREAM reached the server

@@ -254,13 +254,14 @@ class SyncH2Wait:
     because its reader waits for the connection; they are its own reader's (and, on asyncio/trio,
     its cancel scope's) to judge."""
 
-    __slots__ = ("engine", "lock", "quiet", "registry", "start")
+    __slots__ = ("engine", "lock", "network", "quiet", "registry", "start")
 
     def __init__(self, engine: Engine, start: float) -> None:
         self.engine = engine
         self.start = start
         self.lock = SyncBackend.lock()
         self.registry: set[SyncH2Wait] | None = None
+        self.network: SyncWakingStream | None = None  # the connection's network stream it waited on
         self.quiet = False  # nothing more for a sibling to deliver (not woken for again)
 
     def due(self) -> float:
@@ -343,16 +344,46 @@ class SyncH2Pool:
         token = _H2_READ.set(wait)
         try:
             response = super().handle_request(request)  # type: ignore[misc]
-        except _StreamDeadline:
-            raise self._liveness_timeout_error("the stream's deadline passed (HTTP/2)") from None
-        finally:
+        except BaseException as exc:
             _H2_READ.reset(token)
             wait.leave()
+            if wait.network is not None:  # ended before its response on HTTP/2: reset what httpcore forgot
+                _reset_forgotten(self, wait.network, request)
+            if isinstance(exc, _StreamDeadline):
+                raise self._liveness_timeout_error("the stream's deadline passed (HTTP/2)") from None
+            raise
+        _H2_READ.reset(token)
+        wait.leave()
         if response.extensions.get("http_version") == b"HTTP/2":
             network = response.extensions.get("network_stream")
             waits = network.waits if isinstance(network, SyncWakingStream) else None
             response.stream = SyncH2Stream(response.stream, engine, request, self._liveness_timeout_error, waits)
         return response
+
+
+def _reset_forgotten(pool: Any, network: SyncWakingStream, request: Any) -> None:
+    """RST_STREAM (CANCEL) for every stream of the HTTP/2 connection on ``network`` that httpcore
+    has forgotten while it is still open (a stream ended before its response: httpcore only drops
+    it), so that the provider stops and its bytes do not use up the connection's window. Through
+    private attributes of httpcore's connections: where they are missing, nothing is done."""
+    for connection in list(getattr(pool, "connections", ())):
+        conn: Any = getattr(connection, "_connection", None)
+        if getattr(conn, "_network_stream", None) is not network:
+            continue
+        state = getattr(conn, "_h2_state", None)
+        known = getattr(conn, "_events", None)
+        if state is None or known is None:
+            return
+        with SyncBackend.shield():
+            try:
+                with conn._state_lock:
+                    for stream_id, stream in list(state.streams.items()):
+                        if stream_id % 2 and stream_id not in known and not stream.closed:
+                            state.reset_stream(stream_id, _H2_CANCEL)
+                conn._write_outgoing_data(request)
+            except Exception:  # noqa: BLE001 - the connection is gone (or h2 refused): nothing to reset
+                return
+        return
 
 
 class SyncH2Stream:
@@ -512,10 +543,10 @@ class SyncWakingStream:
         """A read of a connection shared by HTTP/2 streams, made for the stream waiting in
         ``_H2_READ``: it wakes at that stream's hints -- its raw silence counted from when the
         *stream's* wait began -- and at the notices of the siblings waiting meanwhile (delivered
-        here); a deadline of its own stream, or the
-        read's own timeout, ends the read with :class:`_StreamDeadline`, which ends that stream
-        alone. A read made for no judged stream (a request the transport passes through) still
-        wakes for the waiting siblings; its own timeout is the HTTP library's."""
+        here); a deadline of its own stream, or the read's own timeout, ends the read with
+        :class:`_StreamDeadline`, which ends that stream alone. A read made for no judged stream
+        (a request the transport passes through) still wakes for the waiting siblings; its own
+        timeout is the HTTP library's."""
         current = _H2_READ.get()
         inner: Any = self._inner
         waits = self.waits
@@ -549,7 +580,7 @@ class SyncWakingStream:
             except self._timeout_error:
                 now = clock()
             else:
-                if waits:
+                if len(waits) > (current is not None):
                     self._serve(clock(), current)
                 return data
 
@@ -558,15 +589,18 @@ class SyncWakingStream:
         for other in list(self.waits):
             if other is not current and not other.quiet and other.engine.wake_hint <= now:
                 other.serve(now)
+
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if self._h2:
             current = _H2_READ.get()
-            if current is not None and current.registry is None:
-                current.join(self.waits)  # a stream's request goes out on this connection: it waits here
+            if current is not None and current.registry is None and current.network is None:
+                current.network = self  # a stream's request goes out on this connection: it waits here
+                current.join(self.waits)
         elif buffer[:24] == _H2_PREFACE:
             self._h2 = True  # httpcore opened an HTTP/2 connection on this stream
             current = _H2_READ.get()
             if current is not None:
+                current.network = self
                 current.join(self.waits)
         self._inner.write(buffer, timeout)
         if self._h2 and len(self.waits) > 1:
