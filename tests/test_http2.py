@@ -98,7 +98,7 @@ async def _read_async(family: str, client: Any, url: str, out: Outcome, wall: fl
                 async with client.stream("POST", url + "/v1/messages", content=BODY,
                                          headers={"content-type": "application/json"}) as response:
                     out.http_version = response.http_version
-                    out.report = response.extensions["liveness"]
+                    out.report = response.extensions.get("liveness")
                     async for chunk in response.aiter_raw():
                         out.body += chunk
     except Exception as exc:
@@ -119,7 +119,7 @@ def _read_sync(family: str, client: Any, url: str, out: Outcome, wall: float | N
                 with client.stream("POST", url + "/v1/messages", content=BODY,
                                    headers={"content-type": "application/json"}) as response:
                     out.http_version = response.http_version
-                    out.report = response.extensions["liveness"]
+                    out.report = response.extensions.get("liveness")
                     for chunk in response.iter_raw():
                         out.body += chunk
     except Exception as exc:
@@ -484,3 +484,40 @@ def test_stream_silent_before_its_headers_is_reset_and_retried(h2provider, kind)
     assert_a_whole("httpx2", a)
     assert h2provider.connections_accepted == 1
     assert wait_for(lambda: h2provider.requests("b")[0].disconnected)  # the RST_STREAM reached the server
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "sync"])
+def test_a_request_passed_through_shares_the_connection(h2provider, kind) -> None:  # type: ignore[no-untyped-def]
+    # C goes straight to the inner transport (what the transport does for a host outside
+    # ``hosts``): unjudged, read as httpx reads it, on the same connection as the judged B, whose
+    # stall is still found at its bound while C's reads keep the connection busy.
+    url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply("bbbbbb", deltas=6, stall_after=2), s.Stall()]])
+    url_c = h2provider.add("c", [a_script()])
+    is_async = kind != "sync"
+    transport = otel_liveness.wrap(_inner("httpx2", is_async), POLICY, telemetry=False)
+    b, c = Outcome(), Outcome()
+    if is_async:
+        async def main() -> None:
+            async with httpx2.AsyncClient(transport=transport, timeout=30) as client, \
+                    httpx2.AsyncClient(transport=transport.inner, timeout=30) as direct:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_read_async, "httpx", direct, url_c, c, None)
+                    while not h2provider.requests():
+                        await anyio.sleep(0.005)
+                    tg.start_soon(_read_async, "httpx", client, url_b, b, None)
+
+        anyio.run(main, backend=kind)
+    else:
+        with httpx2.Client(transport=transport, timeout=30) as client, \
+                httpx2.Client(transport=transport.inner, timeout=30) as direct:
+            tc = threading.Thread(target=_read_sync, args=("httpx", direct, url_c, c, None))
+            tc.start()
+            assert wait_for(lambda: bool(h2provider.requests()))
+            _read_sync("httpx", client, url_b, b, None)
+            tc.join(30)
+    error = otel_liveness.liveness_error(b.error)
+    assert isinstance(error, StreamTruncated) and error.cause == "raw_silence", repr(b.error)
+    assert RAW - 0.01 <= b.elapsed <= RAW + TOLERANCE
+    assert c.error is None and c.report is None  # not judged: no liveness report
+    assert c.body.rstrip().endswith(b'{"type":"message_stop"}')
+    assert h2provider.connections_accepted == 1
