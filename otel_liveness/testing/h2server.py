@@ -79,6 +79,7 @@ class H2Session:
                         reset = self._streams.get(event.stream_id)
                         if reset is not None:
                             reset.gone.set()
+                        self._window.set()  # a sender waiting for window on it finds it closed
                     elif isinstance(event, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
                         self._window.set()
                     elif isinstance(event, h2.events.ConnectionTerminated):
