@@ -218,7 +218,7 @@ def test_wall_budget_of_one_stream_ends_that_stream_alone(h2provider, family, ki
     assert h2provider.attempts("a") == 1 and h2provider.attempts("b") == 1
     # B's stream was reset (the server's script for it ended on the client's RST_STREAM).
     assert wait_for(lambda: h2provider.requests("b")[0].disconnected)
-    assert h2provider.requests("a")[0].finished
+    assert wait_for(lambda: h2provider.requests("a")[0].finished)
 
 
 @pytest.mark.parametrize("kind", KINDS)
