@@ -185,9 +185,7 @@ Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
     else {
         if (!whole_frame(s, n, self->max_frame))
             Py_RETURN_FALSE;
-        /* the block's head: its first prefix bytes, not the blank line's (a block shorter than
-           the prefix is its own head, as the bulk scanner keys it) */
-        Py_ssize_t k = n - 2 < self->prefix ? n - 2 : self->prefix;
+        Py_ssize_t k = n < self->prefix ? n : self->prefix;
         int match = 0;
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->keys); i++) {
             PyObject *key = PyTuple_GET_ITEM(self->keys, i);

@@ -35,10 +35,10 @@ class PyLane:
     """``step(chunk, now)`` admits ``chunk`` (returns True, counts it, keeps it in ``keep`` while
     ``room`` lasts) when ``now < horizon``, ``chunk`` is exactly one LF-framed block within
     ``max_frame`` bytes (:func:`~otel_liveness.core.sse.whole_frame`) and its first ``prefix``
-    bytes (the whole block when it is shorter; never the blank line) are one of ``keys`` (the
-    profile's semantic prefixes) -- or, with a scanner attached, when the scanner admits it; it
-    then moves the horizon to ``min(now + step, wall)``. Otherwise it returns False and changes
-    nothing. A call made while ``step`` is in the scanner's ``admit`` raises ``RuntimeError``."""
+    bytes are one of ``keys`` (the profile's semantic prefixes) -- or, with a scanner attached,
+    when the scanner admits it; it then moves the horizon to ``min(now + step, wall)``. Otherwise
+    it returns False and changes nothing. A call made while ``step`` is in the scanner's
+    ``admit`` (a call back into the lane, or another thread) raises ``RuntimeError``."""
 
     __slots__ = (
         "_busy",
@@ -111,9 +111,7 @@ class PyLane:
                 self._busy = False
             if frames < 0:
                 return False
-        elif (not whole_frame(chunk, self.max_frame)
-              or (chunk[: self.prefix] if len(chunk) - 2 >= self.prefix else chunk[:-2]) not in self.keys):
-            # (the block's head: a block shorter than the prefix is its own, without the blank line)
+        elif not whole_frame(chunk, self.max_frame) or chunk[: self.prefix] not in self.keys:
             return False
         else:
             frames = 1
