@@ -113,6 +113,7 @@ typedef struct {
     PyObject *kkind[MAX_KEYS]; /* borrowed from fast */
     int kskip[MAX_KEYS];     /* the key holds no blank line: a block's end is searched past it */
     Py_ssize_t delta_key;    /* the key that is the head of a content_block_delta, or -1 */
+    int colon_keys;          /* a key starts with ':': a comment line may be a fast frame */
     PyObject *slow;          /* callable(block) -> list of kinds */
     PyObject *comment;       /* the kind of a comment line */
     PyObject *roles;         /* (heartbeat, preamble, semantic, error) */
@@ -283,6 +284,11 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     }
     self->nkeys = n;
     self->delta_key = -1;
+    self->colon_keys = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (self->klen[i] > 0 && self->kbuf[i][0] == ':')
+            self->colon_keys = 1;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         /* the first such key, as fast_index() and the reference's table (first match wins) */
         if (self->delta_key < 0 && self->klen[i] == prefix && prefix <= (Py_ssize_t)sizeof(DELTA_HEAD) - 1
@@ -1269,7 +1275,8 @@ Scanner_feed_blocks(Scanner *self, PyObject *chunk)
  * path (scan, check every block, account): every complete block has a semantic fast prefix and is
  * within the bound, at least one is complete, and the rest -- the frame in progress -- is not a
  * head comment line that ended and is within the bound. Returns the frames, -1 to decline (nothing
- * changed), -2 on error. */
+ * changed), -2 on error, -3 (nothing changed) when the general path must judge the read: a head
+ * comment line ended and a fast key starts with ':'. */
 static Py_ssize_t
 admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
 {
@@ -1303,22 +1310,44 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
         }
         if (len > s->max_frame && frame_size(d + p, len) > s->max_frame)
             goto decline;
-        if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN
-            && journal_block(s, d + p, len, key == s->delta_key ? s->prefix : 0, &dl) < 0)
-            return -2;
+        if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN) {
+            /* as account(): comment lines at the block's head (a fast key may start with ':') are
+               heartbeats of their own, not journaled */
+            const char *jb = d + p;
+            Py_ssize_t jn = len, known = key == s->delta_key ? s->prefix : 0;
+            const Delta *jd = &dl;
+            while (jn > 0 && jb[0] == ':') {
+                const char *lf = memchr(jb, '\n', (size_t)jn);
+                known = 0;
+                jd = NULL;
+                jn = lf == NULL ? 0 : jn - ((lf - jb) + 1);
+                jb = lf == NULL ? jb : lf + 1;
+            }
+            if (jn > 0 && journal_block(s, jb, jn, known, jd) < 0)
+                return -2;
+        }
         frames++;
         p += len + 2;
     }
+    if (p < n && d[p] == ':' && memchr(d + p, '\n', (size_t)(n - p)) != NULL) {
+        /* a head comment line ended: a frame of its own, a heartbeat unless a fast key starting
+           with ':' says otherwise (then the general path judges it) */
+        if (s->colon_keys) {
+            frames = -3;
+            goto rollback;
+        }
+        goto decline;
+    }
     if (frames == 0 || (n - p) - (p < n && d[n - 1] == '\n') > s->max_frame)
         goto decline; /* (the frame in progress as the bound measures it: a final LF not counted) */
-    if (p < n && d[p] == ':' && memchr(d + p, '\n', (size_t)(n - p)) != NULL)
-        goto decline; /* a head comment line ended: a heartbeat frame */
     s->pend.len = 0;
     if (buf_append(&s->pend, d + p, n - p) < 0)
         return -2;
     buf_trim(&s->pend);
     return frames;
 decline:
+    frames = -1;
+rollback:
     s->journal.len = s->mark_len;
     s->jstate = s->mark_state;
     s->run = s->mark_run;
@@ -1328,7 +1357,7 @@ decline:
     s->mark_state = old_state;
     s->mark_run = old_run;
     s->mark_run_len = old_run_len;
-    return -1;
+    return frames;
 }
 
 static PyObject *
@@ -1344,7 +1373,8 @@ admit_common(Scanner *self, PyObject *chunk)
         Py_ssize_t frames = admit_aligned(self, d, n);
         if (frames == -2)
             return NULL;
-        return PyLong_FromSsize_t(frames);
+        if (frames != -3)
+            return PyLong_FromSsize_t(frames);
     }
     Scan sc;
     if (scan(self, d, n, &sc) < 0) {

@@ -227,9 +227,10 @@ class PyScanner:
                     self._journal += fragment
                     self._run_size += len(fragment)
                 return 1
-        if (not scanner._parts and whole_frame(chunk, scanner.max_frame_bytes)
+        if (not scanner._parts and chunk[0] != 10 and whole_frame(chunk, scanner.max_frame_bytes)
                 and fast.get(chunk[:prefix] if len(chunk) - 2 >= prefix else chunk[:-2]) is semantic):
-            # (the block's head: a block shorter than the prefix is its own, without the blank line)
+            # (the block's head: a block shorter than the prefix is its own, without the blank line;
+            # a read that starts with a blank line is not the block it looks like)
             blocks = [chunk[:-2]]  # an idle scanner stays idle: no state to change
         else:
             saved = (list(scanner._parts), scanner._pending)
