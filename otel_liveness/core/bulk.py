@@ -132,6 +132,8 @@ class PyScanner:
         journal_max: int = -1,
         prefix: int = 27,
     ) -> None:
+        if getattr(self, "_busy", False):
+            _refuse()
         self._scanner = SSEScanner(max_frame_bytes)
         table: dict[bytes, Any] = {}
         for key, kind in fast:

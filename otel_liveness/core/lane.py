@@ -59,6 +59,8 @@ class PyLane:
     )
 
     def __init__(self, keys: tuple[bytes, ...], prefix: int, max_frame: int, keep: list[bytes]) -> None:
+        if getattr(self, "_busy", False):
+            _refuse()
         self.keys = frozenset(keys)
         self.prefix = prefix
         self.max_frame = max_frame
