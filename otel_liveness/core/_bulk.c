@@ -1546,7 +1546,10 @@ Scanner_get_buffered(Scanner *self, void *closure)
 {
     if (check_ready(self) < 0)
         return NULL;
-    /* the frame in progress as the bound measures it: a final LF not counted */
+    /* the frame in progress as the bound measures it: a final LF not counted, nor the start of
+       a BOM still undecided at the stream head */
+    if (!self->started)
+        return PyLong_FromSsize_t(0);
     Py_ssize_t len = self->pend.len;
     return PyLong_FromSsize_t(len > 0 && self->pend.buf[len - 1] == '\n' ? len - 1 : len);
 }

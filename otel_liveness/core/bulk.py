@@ -384,7 +384,7 @@ class PyScanner:
     @property
     def retained(self) -> int:
         """Bytes this scanner holds on to (the block in progress and the journal)."""
-        return self._scanner.buffered + len(self._journal)
+        return self._scanner._pending + len(self._journal)
 
 
 def _refuse() -> None:

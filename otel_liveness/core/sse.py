@@ -158,8 +158,11 @@ class SSEScanner:
     @property
     def buffered(self) -> int:
         """The size of the frame in progress as the bound measures it (the bytes held for it, a
-        final LF not counted): never more than ``max_frame_bytes``."""
+        final LF not counted; the start of a BOM, still undecided at the stream head, not at all):
+        never more than ``max_frame_bytes``."""
         parts = self._parts
+        if not self._started:
+            return 0
         return self._pending - 1 if parts and parts[-1][-1] == 10 else self._pending
 
     def feed(self, chunk: bytes) -> list[Frame]:
