@@ -72,11 +72,16 @@ cp "$OUT"/lib/*"$SUFFIX" "$TREE/otel_liveness/core/"
 
 LOG=$OUT/run.log
 : >"$LOG"
+# Reports go to files as well as to stderr: pytest captures file descriptor 2 while a test runs,
+# and a process the sanitizer ends takes the captured report with it.
+REPORTS=$OUT/reports
+rm -rf "$REPORTS"
+mkdir -p "$REPORTS"
 run() {
   # the sanitizer runtime must be the first library the interpreter loads
   (cd "$TREE" && env PYTHONPATH="$TREE" PYTHONMALLOC=malloc LD_PRELOAD="$LIBASAN:$LIBSTDCXX" \
-     ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=0:exitcode=86 \
-     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87 \
+     ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=0:exitcode=86:log_path="$REPORTS/asan" \
+     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87:log_path="$REPORTS/ubsan" \
      OTEL_LIVENESS_PURE= HYPOTHESIS_STORAGE_DIRECTORY="$OUT/hypothesis" \
      "$@") 2>&1 | tee -a "$LOG"
   return "${PIPESTATUS[0]}"
@@ -109,6 +114,11 @@ if [ $status -eq 0 ]; then
     echo "sanitize: the fuzz run left a reproducer in $OUT/fuzz/" >&2
     status=1
   fi
+fi
+if ls "$REPORTS"/* >/dev/null 2>&1; then
+  cat "$REPORTS"/* >&2
+  echo "sanitize: a sanitizer report (in $REPORTS)" >&2
+  status=1
 fi
 if grep -q -E "ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|SUMMARY: (Address|UndefinedBehavior)Sanitizer" "$LOG"; then
   echo "sanitize: a sanitizer report (see $LOG)" >&2
