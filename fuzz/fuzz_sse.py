@@ -153,7 +153,8 @@ def test_one(raw: bytes) -> None:
             break
         if isinstance(command, Respond):
             released += command.first
-            if command.then is not READ:
+            command = command.then  # consumed: what follows it is the command now (counted once)
+            if command is not READ:
                 break
         command = engine.received(float(i), data[pos:cut])
         pos = cut
