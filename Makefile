@@ -78,7 +78,7 @@ mutate: install
 
 # The C extensions built with -fsanitize=address,undefined into build/sanitize/<hash>/ (cached by
 # the sources, flags, compiler and Python; the in-place build is untouched), then the
-# C-vs-reference property tests and a bounded fuzz run over a seed corpus of real replies
+# C-vs-reference property tests, the engine's tests and a bounded fuzz run over a seed corpus of real replies
 # (SANITIZE_FUZZ_RUNS, default 10000 inputs; SANITIZE_FUZZ_SECONDS, default 180) with the
 # sanitizer runtime preloaded and PYTHONMALLOC=malloc. Fails on any test failure or sanitizer
 # report.

@@ -10,7 +10,9 @@
 # 2. Copies the package, the tests and the fuzz harness next to them (a fresh copy every run, so
 #    the Python side is always the current one) and runs, in that copy, with the sanitizer runtime
 #    preloaded into the interpreter:
-#      - the C-vs-reference property tests (tests/test_bulk.py, tests/test_lane.py, tests/test_sse.py);
+#      - the C-vs-reference property tests (tests/test_bulk.py, tests/test_lane.py, tests/test_sse.py)
+#        and the engine's and the retained-bytes tests (tests/test_engine.py, tests/test_retained.py:
+#        the scanner's hold, journal and retract as the engine drives them);
 #      - a bounded fuzz run of fuzz/fuzz_sse.py's checks (SANITIZE_FUZZ_RUNS inputs, at most
 #        SANITIZE_FUZZ_SECONDS seconds): blind mutations of the seed corpus fuzz/corpus.py writes
 #        (real replies of every SSE wire). Not libFuzzer's coverage-guided loop: under gcc's ASan,
@@ -36,9 +38,9 @@ FUZZ_SECONDS=${SANITIZE_FUZZ_SECONDS:-180}
 LIBASAN=$("$CC" -print-file-name=libasan.so)
 # the C++ runtime too: atheris (C++) throws at exit, and ASan's __cxa_throw interceptor needs the
 # real one loaded when ASan starts
-LIBSTDCXX=$(readlink -f "$("$CC" -print-file-name=libstdc++.so)")
+LIBSTDCXX=$(readlink -f "$("$CC" -print-file-name=libstdc++.so.6)")
 if [ ! -e "$LIBASAN" ] || [ ! -e "$LIBSTDCXX" ]; then
-  echo "sanitize: $CC has no libasan.so or libstdc++.so (Debian: apt-get install gcc g++)" >&2
+  echo "sanitize: no libasan.so (Debian: gcc's libgcc-12-dev) or libstdc++.so.6 for $CC" >&2
   exit 2
 fi
 INCLUDE=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
@@ -99,9 +101,9 @@ assert bulk.NATIVE and lane.NATIVE
 print('sanitize: importing', _bulk.__file__, 'and', _lane.__file__)
 " "$TREE/" || status=1
 if [ $status -eq 0 ]; then
-  echo "sanitize: the C-vs-reference property tests"
+  echo "sanitize: the C-vs-reference property tests, the engine's tests"
   run "$PYTHON" -m pytest -q -p no:cacheprovider -x tests/test_bulk.py tests/test_lane.py tests/test_sse.py \
-    ${SANITIZE_PYTEST_ARGS:-} || status=1
+    tests/test_engine.py tests/test_retained.py ${SANITIZE_PYTEST_ARGS:-} || status=1
 fi
 if [ $status -eq 0 ]; then
   echo "sanitize: fuzz/fuzz_sse.py, $FUZZ_RUNS inputs (at most ${FUZZ_SECONDS}s)"
