@@ -117,8 +117,8 @@ class TelemetryHook:
     emits_telemetry = True
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *, logs: bool = True) -> None:
-        self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider)
-        meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider)
+        self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider, schema_url=S.SCHEMA_URL)
+        meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider, schema_url=S.SCHEMA_URL)
         self._logs = logs
         self._states: weakref.WeakKeyDictionary[RequestReport, _RequestState] = weakref.WeakKeyDictionary()
 

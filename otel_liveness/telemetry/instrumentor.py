@@ -10,8 +10,9 @@ Environment (read at ``instrument()``):
 
 =====================================  ============================================================
 ``OTEL_LIVENESS_MODE``                 ``shadow`` (default) or ``enforce``
-``OTEL_LIVENESS_HOSTS``                comma-separated provider hosts (default: api.anthropic.com,
-                                       api.openai.com, openrouter.ai)
+``OTEL_LIVENESS_HOSTS``                comma-separated provider hosts or host patterns (``*`` is one
+                                       DNS label or part of one), replacing the default: every host
+                                       the provider profiles know (:data:`DEFAULT_HOSTS`)
 ``OTEL_LIVENESS_<POLICY FIELD>``       any :class:`~otel_liveness.Policy` field, e.g.
                                        ``OTEL_LIVENESS_RAW_IDLE_TIMEOUT=45``
 =====================================  ============================================================
@@ -30,6 +31,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 
 from ..core.errors import InvalidPolicy
 from ..core.policy import Policy
+from ..core.providers import HOST_PATTERNS
 from ..transport import wrap
 from ..transport._family import family_of, installed_modules
 from ._hook import TelemetryHook
@@ -38,7 +40,10 @@ __all__ = ["DEFAULT_HOSTS", "LivenessInstrumentor"]
 
 log = logging.getLogger("otel_liveness")
 
-DEFAULT_HOSTS = ("api.anthropic.com", "api.openai.com", "openrouter.ai")
+#: Every host the provider profiles are served from (``core.providers.HOST_PATTERNS``): Anthropic,
+#: Vertex AI (global and regional), Bedrock (regional, FIPS, China), OpenAI, OpenRouter, Gemini.
+DEFAULT_HOSTS: tuple[str, ...] = tuple(dict.fromkeys(p for patterns in HOST_PATTERNS.values() for p in patterns))
+
 
 class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base is untyped (Any)
     """Instrument httpx and httpx2 clients. ``instrument(enforce=False, policy=None, hosts=None,
@@ -83,7 +88,11 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
                 return transport
             return wrap(transport, policy, hooks=[hook], hosts=hosts)
 
-        for module in installed_modules():
+        modules = installed_modules()
+        if not modules:
+            log.warning("otel-liveness found neither httpx2 nor httpx: nothing to instrument "
+                        "(pip install 'otel-liveness[anthropic]', '[openai]', '[httpx2]' or '[httpx]')")
+        for module in modules:
             for cls in (module.Client, module.AsyncClient):
                 original = cls.__init__
                 self._originals[cls] = original

@@ -14,6 +14,7 @@ from typing import Any
 from ..core.commands import Command, Fail, Reraise, Respond, Send
 from ..core.engine import Engine, IOFailure
 from ..core.events import Event, Hook
+from ..core.hosts import HostMatcher
 from ..core.memory import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
 from ..core.providers import select_provider, streams_by_url
@@ -51,7 +52,7 @@ class TransportBase:
         self._inner = inner
         self._policy = policy or Policy()
         self._hooks: list[Callable[[Any], None]] = list(hooks)
-        self._hosts = None if hosts is None else frozenset(h.lower() for h in hosts)
+        self._hosts = None if hosts is None else HostMatcher(hosts)  # names and patterns (core.hosts)
         self._exhausted: ExhaustedCache[Fail] = ExhaustedCache()
         self._cadence = CadenceMemory()
         self._install_wakeups(inner)
