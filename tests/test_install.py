@@ -4,9 +4,18 @@ built from the package's metadata."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
+import pathlib
+import re
+import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 
 import httpx2
 import pytest
@@ -16,6 +25,7 @@ from otel_liveness.telemetry import semconv as S
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
 
+from .otlp_receiver import OTLPReceiver, attributes
 from .test_telemetry import Telemetry
 
 # A meta-path finder that makes the named packages (and their submodules) absent, as on a machine
@@ -96,7 +106,12 @@ def test_tracer_and_meter_carry_the_schema_url(provider) -> None:  # type: ignor
 
 
 def test_the_schema_url_is_a_published_version_defining_every_reused_name() -> None:
-    from opentelemetry.semconv._incubating.attributes import error_attributes, gen_ai_attributes, http_attributes, server_attributes
+    from opentelemetry.semconv._incubating.attributes import (
+        error_attributes,
+        gen_ai_attributes,
+        http_attributes,
+        server_attributes,
+    )
     from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
     from opentelemetry.semconv.schemas import Schemas
 
@@ -108,3 +123,127 @@ def test_the_schema_url_is_a_published_version_defining_every_reused_name() -> N
     reused += [spec[0] for name, spec in vars(S).items() if name.startswith("M_") and spec[0].startswith("gen_ai.")]
     assert len(reused) >= 12
     assert [name for name in reused if name not in defined] == []
+
+
+# -- the README's auto-instrumentation command, in a virtualenv built from the package's metadata --
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache")) / "otel-liveness" / "venvs"
+
+
+def readme_auto_instrumentation() -> tuple[str, str]:
+    """(the pip line, the run line) of the README's auto-instrumentation block."""
+    section = (ROOT / "README.md").read_text().split("### Auto-instrumentation", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None
+    lines = [line for line in block.group(1).splitlines() if line.strip()]
+    pip = [line for line in lines if line.startswith("pip install ")]
+    run = [line for line in lines if "opentelemetry-instrument" in line]
+    assert len(pip) == 1 and len(run) == 1, lines
+    return pip[0], run[0]
+
+
+def _package_sources() -> list[pathlib.Path]:
+    files = [ROOT / "pyproject.toml", ROOT / "setup.py", ROOT / "README.md"]
+    files += sorted(p for p in (ROOT / "otel_liveness").rglob("*")
+                    if p.is_file() and p.suffix in (".py", ".pyi", ".c", ".typed"))
+    return files
+
+
+def fresh_venv(pip_line: str) -> pathlib.Path:
+    """A virtualenv with exactly what the README's pip line installs, the package built from this
+    tree's sources (not the dev extra): built once per content of the sources and the line
+    (about 15 s with pip's cache warm), then reused."""
+    digest = hashlib.sha256(pip_line.encode())
+    for path in _package_sources():
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    venv = CACHE / f"instrument-{digest.hexdigest()[:16]}"
+    if (venv / ".complete").exists():
+        return venv
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"{venv.name}.lock", "w") as lock, tempfile.TemporaryDirectory() as scratch:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test run building the same one: wait for it
+        if (venv / ".complete").exists():
+            return venv
+        shutil.rmtree(venv, ignore_errors=True)  # an interrupted build
+        src = pathlib.Path(scratch) / "src"
+        for path in _package_sources():  # a copy: building in this tree would leave build/ behind
+            target = src / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        # The README's own line, with this tree standing in for the released name.
+        args = shlex.split(pip_line)[2:]
+        args = [str(src) + arg[len("otel-liveness"):] if arg.startswith("otel-liveness") else arg for arg in args]
+        proc = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", *args],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (venv / ".complete").touch()
+    return venv
+
+
+AGENT = textwrap.dedent(
+    """
+    import os, anthropic, otel_liveness
+    client = anthropic.Anthropic(base_url=os.environ["PROVIDER_URL"], api_key="sk-ant-PLANTED", max_retries=0)
+    try:
+        with client.messages.stream(model="claude-sim-1", max_tokens=16,
+                                    messages=[{"role": "user", "content": "PLANTED prompt"}]) as stream:
+            text = stream.get_final_text()
+        report = stream.response.extensions["liveness"]
+        print(text, report["shadow"], len(report["attempts"]))
+    except Exception as exc:  # shadow mode enforces nothing: the reset reaches the agent
+        print("failed", type(exc).__name__)
+    """
+)
+
+
+def test_readme_auto_instrumentation_command_in_a_fresh_virtualenv(provider, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The README's two lines, as a new user runs them: enforcing with OTEL_LIVENESS_MODE=enforce,
+    shadow without it, exporting over OTLP/HTTP when configured, and unharmed with no collector
+    listening on the default OTLP/gRPC endpoint."""
+    pip_line, run_line = readme_auto_instrumentation()
+    assert run_line.startswith("OTEL_LIVENESS_MODE=enforce opentelemetry-instrument python ")
+    venv = fresh_venv(pip_line)
+    script = run_line.split()[-1]
+    (tmp_path / script).write_text(AGENT)
+    reply = [[s.Headers(), anthropic_reply()[0], s.Reset()], [s.Headers(), *anthropic_reply("Recovered.", think_pings=5)]]
+    base = {key: value for key, value in os.environ.items() if not key.startswith(("OTEL_", "COV_", "COVERAGE"))}
+    base |= {"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "OTEL_SERVICE_NAME": "agent",
+             "OTEL_LIVENESS_HOSTS": "127.0.0.1"}  # the loopback provider stands in for api.anthropic.com
+    base.pop("VIRTUAL_ENV", None)
+    base.pop("PYTHONPATH", None)
+
+    def start(name: str, line: str, **env: str) -> subprocess.Popen[str]:
+        url = provider.add(name, reply)
+        return subprocess.Popen(["bash", "-c", line], cwd=tmp_path, env={**base, "PROVIDER_URL": url, **env},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    with OTLPReceiver() as receiver:
+        began = time.monotonic()
+        runs = {
+            # exactly the README's line; nothing listens on localhost:4317 (the default exporter's endpoint)
+            "enforce": start("enforce", run_line),
+            # the same without the mode: shadow, exporting to a receiver over OTLP/HTTP
+            "shadow": start("shadow", run_line.replace("OTEL_LIVENESS_MODE=enforce ", ""),
+                            OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", OTEL_METRIC_EXPORT_INTERVAL="200",
+                            OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{receiver.port}"),
+        }
+        out = {name: proc.communicate(timeout=120) for name, proc in runs.items()}
+        elapsed = time.monotonic() - began
+        spans = receiver.spans()
+    stdout, stderr = out["enforce"]
+    assert runs["enforce"].returncode == 0, stderr[-3000:]
+    assert stdout.strip() == "Recovered. False 2", (stdout, stderr[-2000:])  # retried below the SDK, enforced
+    assert provider.attempts("enforce") == 2
+    # The default exporter is OTLP/gRPC (installed by the extra); its failures are logged, never
+    # raised into the agent.
+    assert "Failed to export" in stderr and "localhost:4317" in stderr
+    stdout, stderr = out["shadow"]
+    assert runs["shadow"].returncode == 0, stderr[-3000:]
+    assert stdout.strip() == "failed ReadError", (stdout, stderr[-2000:])  # observed, not enforced
+    assert provider.attempts("shadow") == 1
+    ours = [span for scope, span in spans if scope == S.SCOPE]
+    assert len(ours) == 1 and attributes(ours[0])[S.ATTEMPT_OUTCOME] == "connection_error"
+    assert "PLANTED" not in "".join(str(m) for m in receiver.received["/v1/traces"])
+    assert elapsed < 90
