@@ -29,7 +29,7 @@ def with_telemetry(hooks: Iterable[Callable[[Any], None]], telemetry: bool = Tru
 def instrument(**kwargs: Any) -> Any:
     """Instrument every httpx/httpx2 client created from now on (and wrap their transports for
     provider hosts). ``enforce=True`` enforces the policy; the default is shadow (observe only).
-    Other keywords: ``policy``, ``hosts``, ``tracer_provider``, ``meter_provider``."""
+    Other keywords: ``policy``, ``hosts``, ``tracer_provider``, ``meter_provider``, ``hooks``."""
     instrumentor = _instrumentor_class()()
     instrumentor.instrument(**kwargs)
     return instrumentor

@@ -47,7 +47,8 @@ DEFAULT_HOSTS: tuple[str, ...] = tuple(dict.fromkeys(p for patterns in HOST_PATT
 
 class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base is untyped (Any)
     """Instrument httpx and httpx2 clients. ``instrument(enforce=False, policy=None, hosts=None,
-    tracer_provider=None, meter_provider=None)``; ``uninstrument()`` restores every patched class
+    tracer_provider=None, meter_provider=None, hooks=())`` (``hooks``: more hooks beside the
+    telemetry one, each receiving every event of every wrapped client); ``uninstrument()`` restores every patched class
     and unwraps every client it wrapped."""
 
     _originals: dict[Any, Any]
@@ -70,6 +71,7 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
             raw = environ.get("OTEL_LIVENESS_HOSTS", "")
             hosts = [h.strip() for h in raw.split(",") if h.strip()] or list(DEFAULT_HOSTS)
         hook = TelemetryHook(kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+        extra_hooks = list(kwargs.get("hooks") or ())
         self._originals = {}
         self._clients = weakref.WeakSet()
         clients = self._clients
@@ -86,7 +88,7 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
                 family_of(transport)
             except TypeError:
                 return transport
-            return wrap(transport, policy, hooks=[hook], hosts=hosts)
+            return wrap(transport, policy, hooks=[hook, *extra_hooks], hosts=hosts)
 
         modules = installed_modules()
         if not modules:
