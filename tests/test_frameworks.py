@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
+import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -287,3 +291,74 @@ def test_a_healthy_call_is_recorded_completed_with_its_spans(framework: Framewor
     [report] = harness.reports()
     assert report.stop_reason == StopReason.COMPLETED
     assert spans[0].attributes[S.ATTEMPT_OUTCOME] == "completed"
+
+
+def test_litellm_async_sends_through_aiohttp_where_the_waking_stream_cannot_reach(harness: Harness) -> None:
+    """docs/frameworks.md: litellm's async client is wrapped, but its inner transport is aiohttp's
+    (no httpcore pool for the waking stream); ``disable_aiohttp_transport`` puts httpx's back."""
+    pytest.importorskip("litellm", reason="litellm is not installed here (pip install '.[dev]' brings it)")
+    from litellm.llms.custom_httpx.http_handler import get_async_httpx_client
+
+    from otel_liveness.transport._async import AsyncWakingBackend
+
+    litellm = _litellm()
+    harness.instrument()
+
+    async def transports() -> list[Any]:
+        found = []
+        for disabled in (False, True):
+            litellm.disable_aiohttp_transport = disabled
+            litellm.in_memory_llm_clients_cache.flush_cache()
+            found.append(get_async_httpx_client(llm_provider="anthropic").client._transport)
+        return found
+
+    try:
+        aiohttp_based, httpx_based = asyncio.run(transports())
+    finally:
+        litellm.disable_aiohttp_transport = False
+        litellm.in_memory_llm_clients_cache.flush_cache()
+    assert aiohttp_based.policy.shadow is False and httpx_based.policy.shadow is False  # both wrapped, enforcing
+    assert type(aiohttp_based.inner).__name__ == "LiteLLMAiohttpTransport" and not hasattr(aiohttp_based.inner, "_pool")
+    assert isinstance(httpx_based.inner._pool._network_backend, AsyncWakingBackend)
+
+
+# -- the recipes of docs/frameworks.md, as written ---------------------------------------------------
+
+DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "frameworks.md"
+RECIPES = re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", DOC.read_text(), re.S)
+# The framework each recipe needs, from its imports (skipped with the reason when it is absent).
+NEEDS = {"pydantic_ai": "pydantic_ai", "langchain_anthropic": "langchain_anthropic", "langchain_openai": "langchain_openai",
+         "litellm": "litellm", "from agents": "agents"}
+
+
+@pytest.fixture(scope="module")
+def recipe_provider() -> Iterator[SimulatedProvider]:
+    with SimulatedProvider(time_scale=TIME_SCALE) as provider:
+        provider.add("anthropic", [reply("anthropic", "Example answer.", think=True)])
+        provider.add("openai-chat", [reply("openai-chat", "Example answer.")])
+        provider.add("openai-responses", [reply("openai-responses", "Example answer.", think=True)])
+        yield provider
+
+
+def test_every_framework_has_a_recipe() -> None:
+    assert len(RECIPES) == 8
+    for needle in NEEDS:
+        assert any(needle in recipe for recipe in RECIPES), needle
+
+
+@pytest.mark.parametrize("index", range(len(RECIPES)))
+def test_recipe_runs(index: int, recipe_provider: SimulatedProvider) -> None:
+    recipe = RECIPES[index]
+    for needle, module in NEEDS.items():
+        if needle in recipe:
+            pytest.importorskip(module, reason=f"{module} is not installed here (pip install '.[dev]' brings it)")
+    openai_wire = "openai-responses" if "from agents" in recipe else "openai-chat"
+    wire = openai_wire if ("openai" in recipe.lower() and "anthropic" not in recipe.lower()) else "anthropic"
+    before = recipe_provider.attempts(wire)
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-example", "ANTHROPIC_BASE_URL": recipe_provider.base_url("anthropic"),
+           "OPENAI_API_KEY": "sk-example", "OPENAI_BASE_URL": recipe_provider.base_url(openai_wire) + "/v1",
+           "OTEL_LIVENESS_HOSTS": "127.0.0.1"}  # the loopback provider stands in for the provider hosts
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", recipe], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "Example answer.", (recipe, proc.stdout, proc.stderr[-2000:])
+    assert recipe_provider.attempts(wire) == before + 1  # through the provider the recipe names
