@@ -247,3 +247,15 @@ def test_readme_auto_instrumentation_command_in_a_fresh_virtualenv(provider, tmp
     assert len(ours) == 1 and attributes(ours[0])[S.ATTEMPT_OUTCOME] == "connection_error"
     assert "PLANTED" not in "".join(str(m) for m in receiver.received["/v1/traces"])
     assert elapsed < 90
+
+
+def test_the_readme_names_every_extra_and_only_real_ones() -> None:
+    import tomllib
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    install = (ROOT / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
+    named = {extra for group in re.findall(r"otel-liveness\[([a-z0-9,]+)\]", install) for extra in group.split(",")}
+    assert named == extras - {"dev"}, (named, extras)
+    instrument = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["instrument"]
+    assert any(dep.startswith("opentelemetry-distro") for dep in instrument)
+    assert any(dep.startswith("opentelemetry-exporter-otlp>") for dep in instrument)  # gRPC and HTTP
