@@ -159,6 +159,7 @@ def fresh_venv(pip_line: str) -> pathlib.Path:
         digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     venv = CACHE / f"instrument-{digest.hexdigest()[:16]}"
     if (venv / ".complete").exists():
+        (venv / ".complete").touch()  # in use: kept by the pruning below
         return venv
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / f"{venv.name}.lock", "w") as lock, tempfile.TemporaryDirectory() as scratch:
@@ -179,7 +180,22 @@ def fresh_venv(pip_line: str) -> pathlib.Path:
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         (venv / ".complete").touch()
+    _prune(keep=venv)
     return venv
+
+
+def _prune(keep: pathlib.Path, unused_for: float = 24 * 3600) -> None:
+    """Remove the virtualenvs of earlier sources (about 120 MB each) not used for a day (another
+    checkout on this machine may be using a recent one)."""
+    for old in CACHE.glob("instrument-*"):
+        if old == keep or not old.is_dir():
+            continue
+        # last used: its marker (touched on each use), or its lock (opened when a build starts)
+        stamps = [p.stat().st_mtime for p in (old / ".complete", CACHE / f"{old.name}.lock") if p.exists()]
+        if stamps and time.time() - max(stamps) < unused_for:
+            continue
+        shutil.rmtree(old, ignore_errors=True)
+        (CACHE / f"{old.name}.lock").unlink(missing_ok=True)
 
 
 AGENT = textwrap.dedent(
