@@ -18,6 +18,7 @@ from otel_liveness.telemetry import semconv as S
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
 
+from .conftest import FAST
 from .otlp_receiver import OTLPReceiver, attributes
 from .test_telemetry import Telemetry
 
@@ -109,7 +110,8 @@ def test_hosts_from_the_environment_take_patterns(tel, monkeypatch) -> None:  # 
 
 def test_a_pattern_applies_the_policy_on_the_wire(provider, tel) -> None:  # type: ignore[no-untyped-def]
     url = provider.add("pattern", [[s.Headers(), *anthropic_reply()[:1], s.Stall()], [s.Headers(), *anthropic_reply()]])
-    instrument(enforce=True, hosts=["127.0.0.*"], tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider)
+    instrument(enforce=True, hosts=["127.0.0.*"], policy=FAST, tracer_provider=tel.tracer_provider,
+               meter_provider=tel.meter_provider)
     with httpx2.Client() as client:
         response = client.post(url + "/v1/messages", json={"model": "m", "stream": True})
     assert response.status_code == 200 and provider.attempts("pattern") == 2  # judged and retried: the pattern matched
