@@ -167,3 +167,11 @@ def test_opentelemetry_instrument_exports_attempt_spans_and_metrics(provider, tm
     assert provider.attempts("cli") == 2
     exported = "".join(str(m) for m in receiver.received["/v1/traces"] + receiver.received["/v1/metrics"])
     assert "PLANTED" not in exported
+
+
+def test_the_default_hosts_are_documented() -> None:
+    from otel_liveness.telemetry.instrumentor import DEFAULT_HOSTS
+
+    configuration = (ROOT / "docs" / "configuration.md").read_text()
+    row = next(line for line in configuration.splitlines() if line.startswith("| `OTEL_LIVENESS_HOSTS`"))
+    assert [host for host in DEFAULT_HOSTS if f"`{host}`" not in row] == []
