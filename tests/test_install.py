@@ -16,6 +16,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from typing import Any
 
 import httpx2
 import pytest
@@ -198,6 +199,39 @@ def _prune(keep: pathlib.Path, unused_for: float = 24 * 3600) -> None:
         (CACHE / f"{old.name}.lock").unlink(missing_ok=True)
 
 
+class GRPCTraceReceiver:
+    """An OTLP/gRPC trace receiver on loopback (grpcio and opentelemetry-proto's service stubs)."""
+
+    def __init__(self) -> None:
+        from concurrent import futures
+
+        import grpc
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+        self.requests: list[Any] = []
+        receiver = self
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(self, request: Any, context: Any) -> Any:  # the service's method name
+                receiver.requests.append(request)
+                return trace_service_pb2.ExportTraceServiceResponse()
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+
+    def __enter__(self) -> GRPCTraceReceiver:
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop(grace=None)
+
+    def spans(self) -> list[tuple[str, Any]]:
+        return [(ss.scope.name, span) for req in self.requests for rs in req.resource_spans
+                for ss in rs.scope_spans for span in ss.spans]
+
+
 AGENT = textwrap.dedent(
     """
     import os, anthropic, otel_liveness
@@ -235,12 +269,15 @@ def test_readme_auto_instrumentation_command_in_a_fresh_virtualenv(provider, tmp
         return subprocess.Popen(["bash", "-c", line], cwd=tmp_path, env={**base, "PROVIDER_URL": url, **env},
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    with OTLPReceiver() as receiver:
+    with OTLPReceiver() as receiver, GRPCTraceReceiver() as grpc_receiver:
         began = time.monotonic()
         runs = {
             # exactly the README's line; nothing listens on localhost:4317 (the default exporter's endpoint)
             "enforce": start("enforce", run_line),
-            # the same without the mode: shadow, exporting to a receiver over OTLP/HTTP
+            # the same, exporting over the default protocol (OTLP/gRPC) to a receiver
+            "grpc": start("grpc", run_line, OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none",
+                          OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{grpc_receiver.port}"),
+            # without the mode: shadow, exporting over OTLP/HTTP
             "shadow": start("shadow", run_line.replace("OTEL_LIVENESS_MODE=enforce ", ""),
                             OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", OTEL_METRIC_EXPORT_INTERVAL="200",
                             OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{receiver.port}"),
@@ -248,6 +285,7 @@ def test_readme_auto_instrumentation_command_in_a_fresh_virtualenv(provider, tmp
         out = {name: proc.communicate(timeout=120) for name, proc in runs.items()}
         elapsed = time.monotonic() - began
         spans = receiver.spans()
+        grpc_spans = grpc_receiver.spans()
     stdout, stderr = out["enforce"]
     assert runs["enforce"].returncode == 0, stderr[-3000:]
     assert stdout.strip() == "Recovered. False 2", (stdout, stderr[-2000:])  # retried below the SDK, enforced
@@ -255,6 +293,10 @@ def test_readme_auto_instrumentation_command_in_a_fresh_virtualenv(provider, tmp
     # The default exporter is OTLP/gRPC (installed by the extra); its failures are logged, never
     # raised into the agent.
     assert "Failed to export" in stderr and "localhost:4317" in stderr
+    stdout, stderr = out["grpc"]
+    assert runs["grpc"].returncode == 0 and stdout.strip() == "Recovered. False 2", (stdout, stderr[-2000:])
+    outcomes = sorted(attributes(span)[S.ATTEMPT_OUTCOME] for scope, span in grpc_spans if scope == S.SCOPE)
+    assert outcomes == ["completed", "connection_error"]  # both attempts, exported over gRPC
     stdout, stderr = out["shadow"]
     assert runs["shadow"].returncode == 0, stderr[-3000:]
     assert stdout.strip() == "failed ReadError", (stdout, stderr[-2000:])  # observed, not enforced
