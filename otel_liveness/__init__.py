@@ -39,6 +39,7 @@ from .core.events import (
 from .core.outcome import AttemptOutcome, FrameKind, Phase, RequestReport, RetryReason, StopReason
 from .core.policy import Policy
 from .transport._overrides import liveness_policy
+from .transport._recorder import recorder_stats
 
 
 def wrap(
@@ -99,5 +100,6 @@ __all__ = [
     "decode_partial",
     "liveness_error",
     "liveness_policy",
+    "recorder_stats",
     "wrap",
 ]

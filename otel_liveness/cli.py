@@ -1,4 +1,5 @@
-"""The otel-liveness command line: replay captures through the liveness policy, run the demo."""
+"""The otel-liveness command line: replay captures through the liveness policy, count what candidate
+policies would do to recorded attempts (whatif), recommend bounds from them (tune), run the demos."""
 
 from __future__ import annotations
 
@@ -31,13 +32,15 @@ def _parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("analyze", help="replay a timestamped capture through the liveness policy")
     a.add_argument("file", help="JSON Lines capture ('-' for standard input)")
-    a.add_argument("--provider", choices=sorted(PROFILES), default="anthropic")
+    a.add_argument("--provider", choices=sorted(PROFILES), default=None,
+                   help="the wire (default: the recording's own, else anthropic)")
     a.add_argument("--raw-idle", type=_seconds, default=None, metavar="S",
                    help="raw-silence bound (default: the provider's, 90 or 600; 'off')")
     a.add_argument("--first-byte", type=_first_byte, default="auto", metavar="S",
                    help="bound on the wait for the first body byte ('auto' from --body-bytes, or 'off': the raw bound)")
     a.add_argument("--body-bytes", type=int, default=None, metavar="N",
-                   help="size of the request body, for the automatic first-byte bound (default: unknown, the largest)")
+                   help="size of the request body, for the automatic first-byte bound (default: the recording's, "
+                        "else unknown: the largest)")
     a.add_argument("--notice-every", type=_seconds, default=30.0, metavar="S", help="semantic notice cadence (default 30)")
     a.add_argument("--semantic-timeout", type=_seconds, default=None, metavar="S", help="fail after S without content")
     a.add_argument("--wall", type=_seconds, default=None, metavar="S", help="wall budget")
@@ -45,6 +48,34 @@ def _parser() -> argparse.ArgumentParser:
                    help="report when a decoded-event watchdog of S seconds (ignoring heartbeats) would fire")
     a.add_argument("--max-frame-bytes", type=int, default=4 * 1024 * 1024)
     a.add_argument("--json", action="store_true", help="print one JSON object")
+    w = sub.add_parser("whatif", help="replay recorded attempts under candidate policies: kills, false kills, detection delay")
+    w.add_argument("paths", nargs="+", metavar="PATH", help="a recording, or a folder of them (recursively)")
+    w.add_argument("--policy", action="append", dest="policies", metavar="NAME=SPEC", default=[],
+                   help="a candidate: NAME=field=value,... (Policy fields or raw/first_byte/semantic/wall; "
+                        "values as in OTEL_LIVENESS_*); repeatable; default: the defaults")
+    w.add_argument("--provider", choices=sorted(PROFILES), default="anthropic",
+                   help="the wire of recordings that do not name one (captures older than the recorder's "
+                        "description record; default anthropic)")
+    w.add_argument("--json", action="store_true", help="print one JSON object")
+    t = sub.add_parser("tune", help="recommend the raw and first-byte bounds from recorded attempts")
+    t.add_argument("paths", nargs="+", metavar="PATH", help="a recording, or a folder of them (recursively)")
+    t.add_argument("--max-false-kill-rate", type=float, default=0.0, metavar="R",
+                   help="the share of recorded attempts the bounds may kill while alive (default 0)")
+    t.add_argument("--margin", type=float, default=1.5, metavar="M",
+                   help="multiply what the recordings need by M (default 1.5)")
+    t.add_argument("--holdout", type=float, default=0.25, metavar="F",
+                   help="the share of recordings kept out of the fit to validate it (default 0.25)")
+    t.add_argument("--provider", choices=sorted(PROFILES), default="anthropic",
+                   help="the wire of recordings that do not name one (default anthropic)")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    td = sub.add_parser("tune-demo", help="the tuning loop on the embedded simulated provider: record a fleet, "
+                                          "whatif on three policies, tune, replay the tuned policy")
+    td.add_argument("--attempts", type=int, default=48, help="recorded attempts in the fleet (default 48)")
+    td.add_argument("--time-scale", type=float, default=0.01,
+                    help="real seconds per provider second (default 0.01)")
+    td.add_argument("--keep", metavar="DIR", help="write the recordings into DIR (default: a temporary folder)")
+    td.add_argument("--seed", type=int, default=7, help="the fleet's random seed (default 7)")
+    td.add_argument("--json", action="store_true", help="print the result as JSON")
     d = sub.add_parser("demo", help="run the agent-shaped demo on the embedded simulated provider")
     d.add_argument("--scenario", action="append", dest="scenarios", metavar="NAME",
                    help="run only this scenario (repeatable); default: all")
@@ -78,14 +109,15 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from .tools.analyze import CaptureError, analyze, parse_capture, render
+    from .tools.analyze import CaptureError, analyze, render
+    from .tools.recordings import parse_recording
 
     try:
         if args.file == "-":
-            chunks = parse_capture(sys.stdin)
+            recording = parse_recording(sys.stdin)
         else:
             with open(args.file, encoding="utf-8") as fh:
-                chunks = parse_capture(fh)
+                recording = parse_recording(fh)
     except OSError as exc:
         print(f"otel-liveness analyze: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
@@ -93,11 +125,11 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"otel-liveness analyze: {args.file}: {exc}", file=sys.stderr)
         return 2
     result = analyze(
-        chunks,
-        provider=args.provider,
+        recording.chunks,
+        provider=args.provider or recording.provider,
         raw_idle=args.raw_idle,
         first_byte=args.first_byte,
-        body_size=args.body_bytes,
+        body_size=args.body_bytes if args.body_bytes is not None else recording.body_bytes,
         notice_every=args.notice_every,
         semantic_timeout=args.semantic_timeout,
         wall=args.wall,
@@ -111,10 +143,67 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _whatif(args: argparse.Namespace) -> int:
+    from .tools.whatif import load, parse_policy, render, whatif
+
+    try:
+        policies = dict(parse_policy(text) for text in args.policies) or dict([parse_policy("defaults=")])
+    except ValueError as exc:
+        print(f"otel-liveness whatif: {exc}", file=sys.stderr)
+        return 2
+    recordings, errors = load(args.paths, args.provider)
+    for error in errors:
+        print(f"otel-liveness whatif: {error['error']}", file=sys.stderr)
+    if not recordings:
+        print("otel-liveness whatif: no readable recording", file=sys.stderr)
+        return 2
+    result = whatif(recordings, policies)
+    result["unreadable"] = errors
+    print(json.dumps(result) if args.json else render(result, errors))
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from .tools.tune import render, tune
+    from .tools.whatif import load
+
+    if not 0 <= args.max_false_kill_rate < 1 or not args.margin >= 1 or not 0 < args.holdout < 1:
+        print("otel-liveness tune: need 0 <= --max-false-kill-rate < 1, --margin >= 1, 0 < --holdout < 1",
+              file=sys.stderr)
+        return 2
+    recordings, errors = load(args.paths, args.provider)
+    for error in errors:
+        print(f"otel-liveness tune: {error['error']}", file=sys.stderr)
+    if not recordings:
+        print("otel-liveness tune: no readable recording", file=sys.stderr)
+        return 2
+    result = tune(recordings, max_false_kill_rate=args.max_false_kill_rate, margin=args.margin, holdout=args.holdout)
+    result["unreadable"] = errors
+    print(json.dumps(result) if args.json else render(result))
+    return 0
+
+
+def _tune_demo(args: argparse.Namespace) -> int:
+    from .tools.tune_demo import render, run_tune_demo
+
+    if not 0 < args.time_scale <= 1 or args.attempts < 8:
+        print("otel-liveness tune-demo: need --time-scale in (0, 1] and --attempts >= 8", file=sys.stderr)
+        return 2
+    result = run_tune_demo(attempts=args.attempts, time_scale=args.time_scale, keep=args.keep, seed=args.seed)
+    print(json.dumps(result) if args.json else render(result))
+    return 0 if result["ok"] else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "analyze":
         return _analyze(args)
+    if args.command == "whatif":
+        return _whatif(args)
+    if args.command == "tune":
+        return _tune(args)
+    if args.command == "tune-demo":
+        return _tune_demo(args)
     if args.command == "demo":
         return _demo(args)
     raise AssertionError(args.command)  # pragma: no cover

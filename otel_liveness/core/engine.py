@@ -52,6 +52,7 @@ from enum import StrEnum
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from . import errors as E
+from .capture import new_capture
 from .clocks import AttemptClock, Notice, RawSilenceExpired, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
@@ -161,7 +162,8 @@ class _Attempt:
         self.prefix_room = policy.max_prefix_bytes
         self.released = 0
         #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`).
-        self.capture: list[tuple[float, CaptureItem]] | None = [] if policy.capture_dir else None
+        self.capture: list[tuple[float, CaptureItem]] | None = (
+            new_capture(policy, engine.profile.name) if policy.capture_dir else None)
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self.lane = Lane(engine.profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
         self.lane.attach(SSEFramer.scanner_of(self.framer))
@@ -535,6 +537,20 @@ class Engine:
                 return True
         self._refresh_hints()
         return False
+
+    @_input
+    def notify(self, now: float) -> None:
+        """Deliver the notices due at ``now`` and refresh the hints; never a verdict. For a driver
+        that wakes on behalf of a stream it does not read for (an HTTP/2 sibling waiting for the
+        shared connection, whose next bytes may already be queued): its deadlines are its own
+        reader's to judge, with :meth:`woke`."""
+        attempt = self.attempt
+        if attempt is None or attempt.ended:
+            return
+        clock = attempt.clock
+        while (notice := clock.poll_notice(now)) is not None:
+            self._notice(attempt, notice)
+        self._refresh_hints()
 
     # -- the attempt ----------------------------------------------------------------------------
 

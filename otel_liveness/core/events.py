@@ -21,6 +21,7 @@ __all__ = [
     "AttemptStarted",
     "CaptureItem",
     "Event",
+    "FrameSizes",
     "Heartbeats",
     "Hook",
     "RequestEnded",
@@ -31,11 +32,17 @@ __all__ = [
 ]
 
 
-#: One record of an attempt's capture: a body chunk (``bytes``); the response headers that
-#: matter for judging it (``{"status": int, "content-type": str, "content-encoding": str}``);
-#: ``None`` when the body ended; ``"read_error"`` / ``"connect_error"`` when the connection failed;
-#: ``"end"`` when the attempt ended otherwise (nothing was read after).
-CaptureItem = bytes | Mapping[str, str | int] | str | None
+#: A body read as a timing-only capture keeps it (``Policy.capture_mode == "timing"``): the
+#: (kind, size in bytes) of each frame it completed -- kinds ``heartbeat``, ``comment``,
+#: ``preamble``, ``content``, ``stop``, ``error``, ``other``, or one ``partial`` when it completed none.
+FrameSizes = tuple[tuple[str, int], ...]
+
+#: One record of an attempt's capture: a body chunk (``bytes``; :data:`FrameSizes` in a timing-only
+#: capture); the response headers that matter for judging it (``{"status": int, "content-type":
+#: str, "content-encoding": str}``); ``None`` when the body ended; ``"read_error"`` /
+#: ``"connect_error"`` when the connection failed; ``"end"`` when the attempt ended otherwise
+#: (nothing was read after).
+CaptureItem = bytes | FrameSizes | Mapping[str, str | int] | str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +121,8 @@ class AttemptEnded:
     report: RequestReport
     record: AttemptRecord
     #: The flight recorder's capture of the attempt (``Policy.capture_dir`` set): (seconds since
-    #: the attempt's request was sent, :data:`CaptureItem`). Holds content: only the recorder
-    #: should read it. ``None`` when not capturing.
+    #: the attempt's request was sent, :data:`CaptureItem`). Holds content (not in timing mode):
+    #: only the recorder should read it. ``None`` when not capturing.
     capture: Sequence[tuple[float, CaptureItem]] | None = None
 
 

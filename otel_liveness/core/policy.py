@@ -107,8 +107,12 @@ class Policy:
     truncation, whatever the reply's length); ``max_replay_body_bytes`` bounds how much of a
     request body that cannot be re-sent as it is (an iterator, a generator, an async iterable, a
     file object) the transport keeps to replay it on a retry -- a larger one is not retried (a
-    typed :class:`~.errors.BodyNotReplayable`), 0 never keeps one; ``capture_dir`` enables the flight recorder (writes
-    captures of failed attempts; holds content, so it is off by default);
+    typed :class:`~.errors.BodyNotReplayable`), 0 never keeps one; ``capture_dir`` enables the
+    flight recorder (writes captures of failed attempts; holds content, so it is off by default);
+    ``capture_mode``
+    ``"full"`` writes the bytes, ``"timing"`` only each frame's time, kind and size (no content),
+    for failed attempts and a ``capture_sample`` fraction of completed ones; ``capture_max_bytes``
+    caps the directory (the oldest recordings are evicted first);
     ``mark_exhausted_responses`` sets ``x-should-retry: false`` on a final error response so an
     SDK above does not multiply attempts.
     """
@@ -137,6 +141,9 @@ class Policy:
     provider: str | None = None
     shadow: bool = False
     capture_dir: str | None = None
+    capture_mode: Literal["full", "timing"] = "full"
+    capture_sample: float = 0.01
+    capture_max_bytes: int = 256 * 1024 * 1024
     mark_exhausted_responses: bool = True
 
     def __post_init__(self) -> None:
@@ -146,7 +153,7 @@ class Policy:
             value = seconds(getattr(self, name), name, allow_none=name not in _REQUIRED)
             object.__setattr__(self, name, value)
         for name in ("max_attempts", "max_rate_limit_attempts", "max_frame_bytes", "max_prefix_bytes",
-                     "max_partial_bytes"):
+                     "max_partial_bytes", "capture_max_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidPolicy(name, f"must be an integer >= 1, got {value!r}")
@@ -165,6 +172,12 @@ class Policy:
                 f"{self.semantic_timeout}s is shorter than semantic_notice_interval "
                 f"({self.semantic_notice_interval}s): no notice could ever precede the failure",
             )
+        if self.capture_mode not in ("full", "timing"):
+            raise InvalidPolicy("capture_mode", f"must be 'full' or 'timing', got {self.capture_mode!r}")
+        sample = self.capture_sample
+        if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0.0 <= sample <= 1.0:
+            raise InvalidPolicy("capture_sample", f"must be a fraction in [0, 1], got {sample!r}")
+        object.__setattr__(self, "capture_sample", float(sample))
         if self.first_byte_max < self.first_byte_base:
             raise InvalidPolicy("first_byte_max", "must be >= first_byte_base")
         if not isinstance(self.raw_idle_adaptive, bool):
@@ -228,11 +241,19 @@ def _parse_env(key: str, name: str, raw: str) -> Any:
         raise InvalidPolicy(key, f"expected true/false, got {raw!r}")
     if name in ("provider", "capture_dir"):
         return None if lowered in ("", "none", "auto") else raw
+    if name == "capture_mode":
+        return lowered
+    if name == "capture_sample":
+        try:
+            return float(raw)
+        except ValueError:
+            raise InvalidPolicy(key, f"expected a fraction in [0, 1], got {raw!r}") from None
     if lowered in ("none", "off", ""):
-        if name in _REQUIRED or name.startswith("max_"):
+        if name in _REQUIRED or name.startswith("max_") or name == "capture_max_bytes":
             raise InvalidPolicy(key, "cannot be switched off")
         return None
     try:
-        return int(raw) if name.startswith("max_") and name != "max_retry_after" else float(raw)
+        integer = (name.startswith("max_") and name != "max_retry_after") or name == "capture_max_bytes"
+        return int(raw) if integer else float(raw)
     except ValueError:
         raise InvalidPolicy(key, f"expected a number, got {raw!r}") from None

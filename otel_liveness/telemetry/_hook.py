@@ -9,7 +9,7 @@ import contextlib
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -29,6 +29,7 @@ from ..core.events import (
 )
 from ..core.outcome import AttemptOutcome, NoticeKind, RequestReport, StopReason
 from ..core.request import size_bucket
+from ..transport._recorder import recorder_stats
 from . import semconv as S
 
 __all__ = ["TelemetryHook"]
@@ -57,6 +58,12 @@ except ImportError:  # pragma: no cover - fall back to the context key the HTTP 
             yield
         finally:
             otel_context.detach(token)
+
+
+def _recorder_drops(options: Any) -> Iterable[metrics.Observation]:
+    """``liveness.recorder.drops``: the flight recorders' drops by reason (process totals)."""
+    stats = recorder_stats()
+    return [metrics.Observation(n, {S.RECORDER_REASON: reason}) for reason, n in stats.dropped.items() if n]
 
 
 class _RequestState:
@@ -118,8 +125,8 @@ class TelemetryHook:
     emits_telemetry = True
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *, logs: bool = True) -> None:
-        self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider)
-        meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider)
+        self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider, schema_url=S.SCHEMA_URL)
+        meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider, schema_url=S.SCHEMA_URL)
         self._logs = logs
         # Shared by every request (and thread) of the transports using this hook: one lock guards
         # the map from a request's report to its state (each state is then its request's own).
@@ -147,6 +154,10 @@ class TelemetryHook:
         self._retry_delay = histogram(S.M_RETRY_DELAY)
         self._operation = histogram(S.M_OPERATION_DURATION)
         self._tokens = histogram(S.M_TOKEN_USAGE, S.TOKEN_BUCKETS)
+        # The process's flight-recorder drops: one observable counter per meter (a second hook on the
+        # same meter gets the same instrument back, whose callback reads the same process totals).
+        meter.create_observable_counter(S.M_RECORDER_DROPS[0], callbacks=[_recorder_drops], unit=S.M_RECORDER_DROPS[1],
+                                        description=S.M_RECORDER_DROPS[2])
         self._dispatch: dict[type, Callable[[Any], None]] = {
             RequestStarted: self._request_started,
             AttemptStarted: self._attempt_started,

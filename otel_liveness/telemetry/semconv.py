@@ -10,6 +10,10 @@ from typing import Final
 
 # -- instrumentation scope ---------------------------------------------------------------------------
 SCOPE: Final = "otel_liveness"
+#: The semantic-conventions version the reused names (``gen_ai.*``, ``http.*``, ``server.*``,
+#: ``error.type``) follow, set on the tracer and the meter (OpenTelemetry's convention for
+#: instrumentation libraries) so a backend can translate them when the conventions move on.
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.40.0"
 
 # -- reused conventions (attributes) ---------------------------------------------------------------
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
@@ -111,6 +115,10 @@ M_OPERATION_DURATION: Final = ("gen_ai.client.operation.duration", "s", "Duratio
 M_TOKEN_USAGE: Final = ("gen_ai.client.token.usage", "{token}", "Tokens used")
 M_EXPORT_FAILURES: Final = ("liveness.telemetry.export_failures", "{failure}",
                             "Telemetry exports that failed and were dropped (collector down, network)")
+M_RECORDER_DROPS: Final = ("liveness.recorder.drops", "{recording}",
+                           "Flight-recorder recordings not kept, by reason (write_error, too_large, evicted)")
+#: Why a flight-recorder recording was not kept (on ``liveness.recorder.drops``).
+RECORDER_REASON: Final = "liveness.recorder.reason"
 
 #: Bucket advice. The GenAI conventions' duration buckets, extended to half an hour: long-thinking
 #: models are silent for many minutes, and a fixed watchdog shows as a band at its threshold.

@@ -23,27 +23,24 @@ and "when would a decoded-event watchdog (one that ignores heartbeats) have fire
 
 from __future__ import annotations
 
-import base64
-import binascii
 import itertools
-import json
-import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Sleep
 from ..core.engine import Engine, IOFailure
 from ..core.errors import MalformedStream
-from ..core.events import CaptureItem, Event, SemanticNotice, Verdict
+from ..core.events import Event, SemanticNotice, Verdict
 from ..core.outcome import AttemptOutcome, AttemptRecord, FrameKind
 from ..core.policy import Policy
 from ..core.providers import StreamFacts, profile_for
 from ..core.request import RequestFacts
 from ..core.sse import SSEScanner
+from .recordings import CaptureError, Chunk, parse_recording
 
-__all__ = ["VERDICTS", "CaptureError", "Chunk", "analyze", "parse_capture", "render", "verdict_of"]
+__all__ = ["VERDICTS", "CaptureError", "Chunk", "Judged", "analyze", "judge", "parse_capture", "render", "verdict_of"]
 
 VERDICTS = (
     "completed",
@@ -61,71 +58,13 @@ VERDICTS = (
 )
 
 
-class CaptureError(ValueError):
-    """A capture record is invalid; the message names the record (1-based line number)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """One capture record (:data:`~otel_liveness.core.events.CaptureItem`): body bytes, the
-    headers (a mapping with ``status``), ``None`` (the body ended) or a marker string
-    (``"end"``, ``"read_error"``, ``"connect_error"``)."""
-
-    t: float
-    data: CaptureItem
-
-
-_MARKERS = ("read_error", "connect_error")
 _SSE_200: dict[str, str | int] = {"status": 200, "content-type": "text/event-stream"}
 
 
 def parse_capture(lines: Iterable[str]) -> list[Chunk]:
-    """Parse and validate JSON Lines; raise :class:`CaptureError` naming the bad record."""
-    chunks: list[Chunk] = []
-    last_t = 0.0
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise CaptureError(f"record {number}: not JSON ({exc})") from None
-        if not isinstance(record, dict):
-            raise CaptureError(f"record {number}: expected an object, got {type(record).__name__}")
-        t = record.get("t")
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
-            raise CaptureError(f"record {number}: missing or non-numeric \"t\"")
-        if t < 0:
-            raise CaptureError(f"record {number}: \"t\" is negative ({t})")
-        if t < last_t:
-            raise CaptureError(f"record {number}: time goes backwards ({t} < {last_t})")
-        if chunks and (chunks[-1].data is None or isinstance(chunks[-1].data, str)):
-            last = "eof" if chunks[-1].data is None else "end" if chunks[-1].data == "end" else "error"
-            raise CaptureError(f"record {number}: record after the {last} record")
-        last_t = float(t)
-        status = record.get("headers")
-        if record.get("eof") is True:
-            chunks.append(Chunk(last_t, None))
-        elif record.get("end") is True:
-            chunks.append(Chunk(last_t, "end"))
-        elif record.get("error") in _MARKERS:
-            chunks.append(Chunk(last_t, str(record["error"])))
-        elif isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
-            headers: dict[str, str | int] = {"status": status}
-            for name in ("content_type", "content_encoding"):
-                if isinstance(record.get(name), str):
-                    headers[name.replace("_", "-")] = record[name]
-            chunks.append(Chunk(last_t, headers))
-        elif isinstance(record.get("data"), str):
-            chunks.append(Chunk(last_t, record["data"].encode("utf-8")))
-        elif isinstance(record.get("b64"), str):
-            try:
-                chunks.append(Chunk(last_t, base64.b64decode(record["b64"], validate=True)))
-            except (binascii.Error, ValueError):
-                raise CaptureError(f"record {number}: \"b64\" is not valid base64") from None
-        else:
-            raise CaptureError(f"record {number}: needs \"data\", \"b64\", \"headers\", \"eof\", \"error\" or \"end\"")
-    return chunks
+    """Parse and validate JSON Lines (a full capture or a timing-only recording, see
+    :mod:`.recordings`); raise :class:`CaptureError` naming the bad record."""
+    return parse_recording(lines).chunks
 
 
 def verdict_of(record: AttemptRecord, cause: str | None) -> str:
@@ -190,14 +129,10 @@ def analyze(
         if raw_idle is not None:
             changes["raw_idle_timeout"] = changes["raw_idle_timeout_no_keepalive"] = raw_idle
         policy = Policy(**changes)
-    policy = policy.replace(provider=provider, shadow=False, capture_dir=None)
     timeline = _Timeline()
-    engine = Engine(policy, RequestFacts(streaming=True, body_size=body_size), 0.0, provider=provider,
-                    hooks=[timeline], jitter=lambda: 0.0)
-    ended_at = _replay(engine, chunks)
+    engine, ended_at, verdict = _judge(chunks, provider, policy, body_size, timeline)
     record = engine.report.attempts[0]
-    incomplete = record.outcome is AttemptOutcome.CANCELLED
-    verdict = "incomplete" if incomplete else verdict_of(record, engine.report.cause)
+    incomplete = verdict == "incomplete"
     counts, items, decoded_times, end_frame_at = _frames(chunks, provider, policy.max_frame_bytes, ended_at)
     at: float | None = None if incomplete else ended_at
     if verdict == "completed" and end_frame_at is not None:
@@ -231,6 +166,44 @@ def analyze(
                   "usage": record.usage},
         "timeline": items,
     }
+
+
+def _judge(chunks: list[Chunk], provider: str, policy: Policy, body_size: int | None,
+           hook: Callable[[Event], None]) -> tuple[Engine, float, str]:
+    """Replay ``chunks`` through a new engine under ``policy`` (enforced, recorder off): the
+    engine, when the attempt ended and its verdict name (``incomplete`` when the capture ended
+    first)."""
+    policy = policy.replace(provider=provider, shadow=False, capture_dir=None)
+    engine = Engine(policy, RequestFacts(streaming=True, body_size=body_size), 0.0, provider=provider,
+                    hooks=[hook], jitter=lambda: 0.0)
+    ended_at = _replay(engine, chunks)
+    record = engine.report.attempts[0]
+    if record.outcome is AttemptOutcome.CANCELLED:
+        return engine, ended_at, "incomplete"
+    return engine, ended_at, verdict_of(record, engine.report.cause)
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What the engine made of one recorded attempt under one policy: the verdict name, when an
+    enforced verdict fell (``None``: no clock verdict), whether content had been released."""
+
+    verdict: str
+    at: float | None
+    committed: bool
+
+
+def judge(chunks: list[Chunk], provider: str, policy: Policy, body_size: int | None = None) -> Judged:
+    """The verdict of the replay of ``chunks`` under ``policy`` (what ``whatif`` counts)."""
+    verdicts: list[Verdict] = []
+
+    def keep(event: Event) -> None:
+        if type(event) is Verdict and event.enforced:
+            verdicts.append(event)
+
+    engine, _, verdict = _judge(chunks, provider, policy, body_size, keep)
+    at = verdicts[-1].at if verdicts else None
+    return Judged(verdict, at, engine.report.attempts[0].committed)
 
 
 def _replay(engine: Engine, chunks: list[Chunk]) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 from ..core.commands import Command, Fail, Reraise, Respond, Send
 from ..core.engine import Engine, IOFailure
 from ..core.events import Event, Hook
+from ..core.hosts import HostMatcher
 from ..core.memory import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
 from ..core.providers import select_provider, streams_by_url
@@ -57,7 +58,7 @@ class TransportBase:
         # the current tuple without locking); the two memories lock every operation themselves.
         self._lock = threading.Lock()
         self._hooks: tuple[Callable[[Any], None], ...] = tuple(hooks)
-        self._hosts = None if hosts is None else frozenset(h.lower() for h in hosts)
+        self._hosts = None if hosts is None else HostMatcher(hosts)  # names and patterns (core.hosts)
         self._exhausted: ExhaustedCache[Fail] = ExhaustedCache(lock=threading.Lock())
         self._cadence = CadenceMemory(lock=threading.Lock())
         self._install_wakeups(inner)
@@ -110,7 +111,7 @@ class TransportBase:
         )
         hooks: list[Hook] = [*self._hooks, *_context_hooks(request)]
         if policy.capture_dir:
-            hooks.append(FlightRecorder(policy.capture_dir))
+            hooks.append(FlightRecorder(policy.capture_dir, policy))
         # A streamed body (iterator, generator, async iterable, file object) is kept as it is sent,
         # up to the bound, so that a retry re-sends it byte for byte -- or is not made (_body.py).
         # Shadow mode never retries: nothing to keep.
