@@ -99,7 +99,8 @@ def _module(nodeid: str) -> str:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not hasattr(config, "workerinput"):  # only xdist workers: a one-process run keeps the file order
         return
-    known = {**MODULE_SECONDS, **(config.cache.get(CACHE_KEY, {}) if config.cache is not None else {})}
+    cache = getattr(config, "cache", None)  # absent with -p no:cacheprovider
+    known = {**MODULE_SECONDS, **(cache.get(CACHE_KEY, {}) if cache is not None else {})}
     first_seen = {module: i for i, module in reversed(list(enumerate(_module(item.nodeid) for item in items)))}
     items.sort(key=lambda item: (-known.get(_module(item.nodeid), 0.0), first_seen[_module(item.nodeid)]))
 
@@ -115,7 +116,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     whole = (not config.option.keyword and config.option.markexpr in ("", "not serial")
              and not any("::" in arg for arg in config.args))
-    _run_seconds = {} if whole and config.cache is not None and not hasattr(config, "workerinput") else None
+    cached = getattr(config, "cache", None) is not None
+    _run_seconds = {} if whole and cached and not hasattr(config, "workerinput") else None
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -125,7 +127,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if _run_seconds and session.config.cache is not None:
-        known = session.config.cache.get(CACHE_KEY, {})
+    cache = getattr(session.config, "cache", None)
+    if _run_seconds and cache is not None:
+        known = cache.get(CACHE_KEY, {})
         known.update({module: round(seconds, 1) for module, seconds in _run_seconds.items()})
-        session.config.cache.set(CACHE_KEY, known)
+        cache.set(CACHE_KEY, known)
