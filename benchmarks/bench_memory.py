@@ -77,7 +77,7 @@ async def main():
     if mode == "plain":
         transport = httpx2.AsyncHTTPTransport(limits=limits)
     else:
-        policy = otel_liveness.Policy(max_prefix_bytes=16 * 1024 * 1024) if mode == "prefix16" else otel_liveness.Policy()
+        policy = otel_liveness.Policy(**json.loads(sys.argv[5])) if len(sys.argv) > 5 else otel_liveness.Policy()
         transport = otel_liveness.wrap(httpx2.AsyncHTTPTransport(limits=limits), policy)
     body = {"model": "claude-sim-1", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "x"}]}
     async with httpx2.AsyncClient(transport=transport, timeout=600) as client:
@@ -107,12 +107,13 @@ async def main():
             raise failed[0].exception()
         gc.collect()
         rss = status("VmRSS")
+        peak = status("VmHWM")  # before the engines are listed below (a list of every object)
         retained = [e.attempt.retained for e in gc.get_objects()
                     if isinstance(e, Engine) and e.attempt is not None]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    print(json.dumps({"mode": mode, "streams": streams, "base_rss": base, "rss": rss, "peak_rss": status("VmHWM"),
+    print(json.dumps({"mode": mode, "streams": streams, "base_rss": base, "rss": rss, "peak_rss": peak,
                       "retained": retained}))
 
 
