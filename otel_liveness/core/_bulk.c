@@ -1475,11 +1475,36 @@ static PyTypeObject ScannerType = {
     .tp_getset = Scanner_getset,
 };
 
+/* blank_lines(data) -> the number of blank lines (LF LF) in data, found by memchr alone: the
+ * floor the transport benchmark compares with (framing a read at its least: one C scan, no
+ * classification, no journal, no state). Not used by the scanner. */
+static PyObject *
+bulk_blank_lines(PyObject *module, PyObject *data)
+{
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "blank_lines(data): data must be bytes");
+        return NULL;
+    }
+    const char *d = PyBytes_AS_STRING(data);
+    Py_ssize_t n = PyBytes_GET_SIZE(data), count = 0, p = 0, q;
+    while ((q = find_blank(d, p, n)) >= 0) {
+        count++;
+        p = q + 2;
+    }
+    return PyLong_FromSsize_t(count);
+}
+
+static PyMethodDef bulk_functions[] = {
+    {"blank_lines", (PyCFunction)bulk_blank_lines, METH_O, "blank_lines(data) -> blank lines in data (memchr only)"},
+    {NULL},
+};
+
 static struct PyModuleDef bulkmodule = {
     PyModuleDef_HEAD_INIT,
     .m_name = "otel_liveness.core._bulk",
     .m_doc = "The bulk SSE scanner in C (see otel_liveness.core.bulk).",
     .m_size = -1,
+    .m_methods = bulk_functions,
 };
 
 PyMODINIT_FUNC
