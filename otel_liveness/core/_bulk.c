@@ -52,9 +52,9 @@ buf_reserve(Buf *b, Py_ssize_t extra)
     Py_ssize_t need = b->len + extra;
     if (need <= b->cap)
         return 0;
-    /* doubling while small, then a quarter more at a time: the journal of a long reply grows for
-       the stream's whole life, and memory per stream is what 1,000 concurrent streams pay for
-       (doubling left it up to half empty); the copies stay amortised O(1) a byte */
+    /* doubling while small, then a quarter more at a time (the journal has its own, journal_put):
+       a large frame in progress is kept while it lasts, and memory per stream is what 1,000
+       concurrent streams pay for; the copies stay amortised O(1) a byte */
     Py_ssize_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap = cap < 16384 ? cap * 2 : cap < ((Py_ssize_t)1 << 40) ? cap + cap / 4 : need;
