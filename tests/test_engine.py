@@ -990,3 +990,30 @@ def test_the_report_takes_the_model_and_stop_reason_from_the_stream() -> None:
     assert out.report["model"] == "m" and out.report["stop_detail"] == "end_turn"
     out = drive([ok()], facts=RequestFacts(streaming=True, body_size=10, model="requested"))
     assert out.report["model"] == "requested"
+
+
+def test_notify_delivers_the_notices_due_and_never_a_verdict() -> None:
+    # What a sibling's read does for an HTTP/2 stream waiting for the shared connection: its
+    # notices on time; its deadlines stay its own reader's (its bytes may already be queued).
+    events: list[Event] = []
+    engine, _ = started(POLICY.replace(wall_timeout=2.0), hooks=[events.append])
+    engine.headers(0.1, 200, SSE)
+    engine.received(0.2, START)
+    due = engine.wake_hint
+    assert due == 0.5  # the first notice: 0.5 s after the attempt began (nothing semantic yet)
+    engine.notify(due - 0.01)
+    assert not [e for e in events if isinstance(e, SemanticNotice)]
+    engine.notify(due)
+    notices = [e for e in events if isinstance(e, SemanticNotice)]
+    assert [n.number for n in notices] == [1] and engine.wake_hint == 1.0
+    engine.notify(10.0)  # far past the raw bound (1 s) and the wall budget (2 s)
+    notices = [e for e in events if isinstance(e, SemanticNotice)]
+    assert [n.number for n in notices] == [1, 2, 3]  # due at 0.5, 1.0, 1.5; none at or past the wall
+    assert not engine.ended and engine.published["stop_reason"] is None
+    assert not [e for e in events if isinstance(e, Verdict)]
+    # The stream's own reader judges it.
+    assert engine.woke(10.0, 0.2) is True
+    command = engine.timed_out(10.0, TimeoutError("read timeout"))
+    assert isinstance(command, Fail) and command.kind == "wall_budget"
+    engine.notify(11.0)  # an ended attempt: nothing more
+    assert len([e for e in events if isinstance(e, SemanticNotice)]) == 3

@@ -538,6 +538,20 @@ class Engine:
         self._refresh_hints()
         return False
 
+    @_input
+    def notify(self, now: float) -> None:
+        """Deliver the notices due at ``now`` and refresh the hints; never a verdict. For a driver
+        that wakes on behalf of a stream it does not read for (an HTTP/2 sibling waiting for the
+        shared connection, whose next bytes may already be queued): its deadlines are its own
+        reader's to judge, with :meth:`woke`."""
+        attempt = self.attempt
+        if attempt is None or attempt.ended:
+            return
+        clock = attempt.clock
+        while (notice := clock.poll_notice(now)) is not None:
+            self._notice(attempt, notice)
+        self._refresh_hints()
+
     # -- the attempt ----------------------------------------------------------------------------
 
     def _current(self) -> _Attempt:

@@ -1,5 +1,7 @@
 """A simulated LLM provider: a real loopback HTTP/1.1 server speaking the Anthropic Messages SSE
-wire format (and OpenAI Chat Completions), driven by scripted, time-scaled scenarios.
+wire format (and OpenAI Chat Completions), driven by scripted, time-scaled scenarios; with
+``http2=True``, HTTP/2 (h2c, or HTTPS with ALPN ``h2`` given an ``ssl_context``), every request a
+stream of a shared connection.
 
     from otel_liveness.testing import SimulatedProvider, Scenario, steps as s, anthropic_reply
 

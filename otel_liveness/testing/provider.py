@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Sequence
@@ -51,10 +52,21 @@ class _State:
 
 
 class SimulatedProvider:
-    """A real HTTP/1.1 server on 127.0.0.1 speaking provider wire formats from scripts."""
+    """A real HTTP/1.1 server on 127.0.0.1 speaking provider wire formats from scripts; with
+    ``http2=True``, cleartext HTTP/2 with prior knowledge instead (every request a stream of a
+    shared connection; :mod:`otel_liveness.testing.h2server`, needs the ``h2`` package). With an
+    ``ssl_context`` (a server context with its certificate loaded) it serves HTTPS, and with
+    ``http2=True`` offers ``h2`` by ALPN, as a provider's HTTPS endpoint does."""
 
-    def __init__(self, scenarios: dict[str, Scenario] | None = None, *, time_scale: float = 1.0) -> None:
+    def __init__(self, scenarios: dict[str, Scenario] | None = None, *, time_scale: float = 1.0,
+                 http2: bool = False, ssl_context: ssl.SSLContext | None = None) -> None:
         self.time_scale = time_scale
+        self.http2 = http2
+        self._ssl = ssl_context
+        if ssl_context is not None:
+            ssl_context.set_alpn_protocols(["h2"] if http2 else ["http/1.1"])
+        #: TCP connections accepted so far (HTTP/2 siblings share one).
+        self.connections_accepted = 0
         self._state = _State(scenarios=dict(scenarios or {}))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -73,7 +85,7 @@ class SimulatedProvider:
             loop = asyncio.new_event_loop()
             self._loop = loop
             asyncio.set_event_loop(loop)
-            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self._ssl))
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             loop.run_forever()
@@ -118,7 +130,7 @@ class SimulatedProvider:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self._ssl is not None else 'http'}://127.0.0.1:{self.port}"
 
     def base_url(self, scenario: str) -> str:
         """The base URL a client uses to play ``scenario`` (``/s/<name>`` + the provider's paths)."""
@@ -149,7 +161,13 @@ class SimulatedProvider:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        self.connections_accepted += 1
         try:
+            if self.http2:
+                from .h2server import H2Session
+
+                await H2Session(self, reader, writer).run()
+                return
             while True:
                 try:
                     head = await reader.readuntil(b"\r\n\r\n")
@@ -177,8 +195,9 @@ class SimulatedProvider:
             if not writer.transport.is_closing():
                 writer.close()
 
-    async def _respond(self, method: str, target: str, headers: dict[str, str], body: bytes,
-                       reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    def _begin(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[Sequence[Any], RequestLog]:
+        """The script a request plays and its log entry (logged); a request for an unknown
+        scenario plays a 404."""
         path = target.split("?", 1)[0]
         name = "ok"
         if path.startswith("/s/"):
@@ -187,18 +206,24 @@ class SimulatedProvider:
             name = "openai-ok"
         scenario = self._state.scenarios.get(name)
         if scenario is None:
-            await self._write_status(writer, Status(404, json.dumps({"error": f"no scenario {name!r}"}).encode()), "req_none")
-            return True
+            return [Status(404, json.dumps({"error": f"no scenario {name!r}"}).encode())], RequestLog(
+                name, 0, method, path, {}, b"", "req_none")
         n = self._state.counts.get(name, 0)
         self._state.counts[name] = n + 1
         request_id = f"req_sim_{next(self._ids):06d}"
         log = RequestLog(name, n, method, path, {k: ("<redacted>" if k in _REDACT else v) for k, v in headers.items()},
                          body, request_id)
         self._state.log.append(log)
+        return scenario.script(n), log
+
+    async def _respond(self, method: str, target: str, headers: dict[str, str], body: bytes,
+                       reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        script, log = self._begin(method, target, headers, body)
+        request_id = log.request_id
         scale = self.time_scale
         chunked = False
         try:
-            for step in scenario.script(n):
+            for step in script:
                 if reader.at_eof():
                     log.disconnected = True
                     return False

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from typing import Any
 
@@ -29,6 +30,32 @@ class AsyncBackend:
 
         return anyio.CancelScope(shield=True)
 
+    @staticmethod
+    def scope_after(seconds: float) -> Any:
+        """A scope that cancels what it encloses after ``seconds`` (``cancelled_caught`` then
+        says so): the bound of one HTTP/2 stream's read; none for an infinite one."""
+        import anyio
+
+        return anyio.move_on_after(seconds) if seconds < _INF else _NoScope()
+
+    @staticmethod
+    def let_waiters_run() -> None:
+        """Nothing: asyncio's and trio's locks hand over to their waiters in turn."""
+
+    @staticmethod
+    def lock() -> Any:
+        """Mutual exclusion between a task and code run by a sibling task of the same event loop
+        without an await in between: nothing to exclude."""
+        return _NO_LOCK
+
+
+class _NoScope(contextlib.nullcontext[Any]):
+    cancelled_caught = False
+
+
+_NO_LOCK = contextlib.nullcontext()
+_INF = float("inf")
+
 
 class SyncBackend:
     """Blocking I/O in the caller's thread: nothing polls, no thread is started."""
@@ -43,3 +70,19 @@ class SyncBackend:
     @staticmethod
     def shield() -> Any:
         return contextlib.nullcontext()
+
+    @staticmethod
+    def scope_after(seconds: float) -> Any:
+        """Nothing can cancel a blocking read from the same thread: the read ends at the stream's
+        deadline only when it is the one reading the connection (docs/http2.md)."""
+        return _NoScope()
+
+    @staticmethod
+    def lock() -> Any:
+        return threading.Lock()
+
+    @staticmethod
+    def let_waiters_run() -> None:
+        """Yield the processor, so that a thread woken by a lock just released can take it before
+        this thread takes it again (CPython's locks are not fair)."""
+        time.sleep(0)
