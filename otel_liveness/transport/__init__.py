@@ -60,7 +60,8 @@ def wrap(
 
     This layer knows nothing of OpenTelemetry: :func:`otel_liveness.wrap` adds the telemetry hook
     (on by default). ``hooks`` receive every event (:mod:`otel_liveness.core.events`); ``hosts`` limits the policy
-    to requests for those hosts (others pass through untouched). ``asynchronous`` picks the kind
+    to requests for those hosts (others pass through untouched): names, or patterns where ``*`` is
+    one DNS label or part of one (``bedrock-runtime.*.amazonaws.com``). ``asynchronous`` picks the kind
     for an inner transport that is both (``MockTransport``; sync by default).
     """
     fam, is_async = family_of(inner_transport, asynchronous)
