@@ -12,6 +12,7 @@ import collections.abc as _abc
 import logging as _logging
 import typing as _typing
 
+from ._version import __version__
 from .core.anthropic import continuation_message, decode_partial
 from .core.errors import (
     BodyNotReplayable,
@@ -63,8 +64,6 @@ def wrap(
     cls = public_classes(family.name)[1 if is_async else 0]
     return cls(inner_transport, policy, hooks=hooks, hosts=hosts, telemetry=telemetry, tracer_provider=tracer_provider,
                meter_provider=meter_provider)
-
-__version__ = "0.1.0"
 
 # A library's logging habit: nothing reaches stderr unless the application configures logging.
 _logging.getLogger("otel_liveness").addHandler(_logging.NullHandler())
