@@ -5,6 +5,8 @@
 #   make test-pure -- the whole suite with the C extensions disabled (the pure-Python fallback)
 #   make test-under-load -- the timing-heavy tests, 5 runs, with every core held by a busy loop
 #   make mutate -- the mutation pass over the core (cosmic-ray; about an hour)
+#   make sanitize -- the C extensions under ASan+UBSan: the C-vs-reference property tests and a
+#                 bounded fuzz run against them (scripts/sanitize.sh; a few minutes; not in make test)
 #   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -13,7 +15,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: install demo tune-demo test test-pure test-under-load mutate lint bench clean system-deps collector preview dashboards
+.PHONY: install demo tune-demo test test-pure test-under-load mutate sanitize lint bench clean system-deps collector preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -77,6 +79,15 @@ test-under-load: install
 # surviving mutants in .mutation/. Not part of make test (too slow).
 mutate: install
 	VENV=$(VENV) scripts/mutate.sh .mutation
+
+# The C extensions built with -fsanitize=address,undefined into build/sanitize/<hash>/ (cached by
+# the sources, flags, compiler and Python; the in-place build is untouched), then the
+# C-vs-reference property tests, the engine's tests and a bounded fuzz run over a seed corpus of real replies
+# (SANITIZE_FUZZ_RUNS, default 10000 inputs; SANITIZE_FUZZ_SECONDS, default 180) with the
+# sanitizer runtime preloaded and PYTHONMALLOC=malloc. Fails on any test failure or sanitizer
+# report.
+sanitize: install
+	scripts/sanitize.sh $(BIN)/python
 
 # Every figure of the README's table; each benchmark exits non-zero when its target is missed,
 # and all of them run regardless.

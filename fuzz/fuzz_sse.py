@@ -6,11 +6,26 @@
 Checks on every input: no exception but FrameTooLarge/MalformedStream; the buffer never exceeds
 the bound; any chunking gives the same frames and kinds; the bulk scanner (C, where built, and
 its pure-Python reference) gives the same kinds, the same content journal and the same bound;
-the engine releases only bytes it was given, in order.
+whether the frame bound is exceeded does not depend on the chunking (also with a bound near the
+input's own size, where it matters); the engine releases only bytes it was given, in order.
+
+``fuzz/corpus.py DIR`` writes a seed corpus of real replies (pass DIR after the options).
+
+Where libFuzzer's coverage cannot work -- under gcc's AddressSanitizer, whose runtime answers the
+coverage hooks atheris registers with, so libFuzzer keeps no input but one -- a blind mutation
+run over the seed corpus does the job instead (``make sanitize`` runs it)::
+
+    python fuzz/fuzz_sse.py --mutate RUNS --seconds S --seed N CORPUS ARTIFACTS
+
+Each run takes a seed, applies one to eight mutations (byte flips, inserted line ends, colons and
+blank lines, deleted and repeated ranges, splices with another seed) and checks it as above; the
+first failing input is written to ARTIFACTS and the run exits non-zero.
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
 import sys
 
 import atheris
@@ -55,6 +70,20 @@ def scan(data: bytes, cuts: list[int], provider: str) -> tuple[list[tuple[object
     return frames, kinds
 
 
+def bound_verdict(data: bytes, cuts: list[int], bound: int) -> bool:
+    """Whether the SSE scanner refuses the stream (FrameTooLarge) at ``bound``."""
+    scanner = SSEScanner(bound)
+    pos = 0
+    try:
+        for cut in [*cuts, len(data)]:
+            scanner.feed_blocks(data[pos:cut])
+            pos = cut
+            assert scanner.buffered <= bound
+    except FrameTooLarge:
+        return True
+    return False
+
+
 def blocks_kinds(data: bytes, cuts: list[int], provider: str) -> list[str]:
     scanner = SSEScanner(BOUND)
     profile = PROFILES[provider]
@@ -67,11 +96,12 @@ def blocks_kinds(data: bytes, cuts: list[int], provider: str) -> list[str]:
     return kinds + [k.value for k in profile.classify_blocks(scanner.close_blocks(), facts)]
 
 
-def bulk_scan(cls: type, data: bytes, cuts: list[int], provider: str) -> tuple[list[str], bytes, int] | None:
+def bulk_scan(cls: type, data: bytes, cuts: list[int], provider: str,
+              bound: int = BOUND) -> tuple[list[str], bytes, int] | None:
     """The bulk scanner's kinds, journal and journal state (reads through admit() where it takes them)."""
     profile = PROFILES[provider]
     slow = functools.partial(profile.classify_block, facts=StreamFacts())
-    scanner = cls(BOUND, tuple(profile.fast.items()), slow, _comment_kind(profile), _ROLES, 1 << 20, PREFIX)
+    scanner = cls(bound, tuple(profile.fast.items()), slow, _comment_kind(profile), _ROLES, 1 << 20, PREFIX)
     kinds: list[str] = []
     pos = 0
     try:
@@ -80,7 +110,7 @@ def bulk_scan(cls: type, data: bytes, cuts: list[int], provider: str) -> tuple[l
             pos = cut
             frames = scanner.admit(piece)
             kinds += ["semantic"] * frames if frames >= 0 else [k.value for k in scanner.feed(piece)]
-            assert scanner.buffered <= BOUND
+            assert scanner.buffered <= bound
         kinds += [k.value for k in scanner.close(complete_lines=False)]
     except FrameTooLarge:
         return None
@@ -104,6 +134,13 @@ def test_one(raw: bytes) -> None:
     assert reference is None or reference[0] == blocks_kinds(data, cuts, provider), (data, cuts)
     if bulk.NATIVE:
         assert bulk_scan(bulk.Scanner, data, cuts, provider) == reference, (data, cuts)
+    # The frame bound, near the input's size: one verdict for every split, in all three scanners.
+    small = 1 + len(data) // 3
+    verdict = bound_verdict(data, [], small)
+    assert bound_verdict(data, cuts, small) == verdict, (data, cuts, small)
+    for cls in {bulk.PyScanner, bulk.Scanner}:
+        assert (bulk_scan(cls, data, [], provider, small) is None) == verdict, (cls, data, small)
+        assert (bulk_scan(cls, data, cuts, provider, small) is None) == verdict, (cls, data, cuts, small)
     # The engine: releases only what it received, in order; never raises anything untyped.
     engine = Engine(Policy(max_frame_bytes=BOUND, provider=provider, first_byte_timeout=None), RequestFacts(streaming=True),
                     0.0, provider=provider)
@@ -116,7 +153,8 @@ def test_one(raw: bytes) -> None:
             break
         if isinstance(command, Respond):
             released += command.first
-            if command.then is not READ:
+            command = command.then  # consumed: what follows it is the command now (counted once)
+            if command is not READ:
                 break
         command = engine.received(float(i), data[pos:cut])
         pos = cut
@@ -134,7 +172,72 @@ def test_one(raw: bytes) -> None:
     assert data.startswith(released), (data, released)
 
 
+_INSERTS = [b"\n", b"\r", b"\r\n", b"\n\n", b":", b": ping\n", b"data: ", b"\xef\xbb\xbf", b"\\", b'"']
+
+
+def mutate(rng: random.Random, seed: bytes, seeds: list[bytes]) -> bytes:
+    """One to eight blind mutations of ``seed``."""
+    data = bytearray(seed)
+    for _ in range(rng.randint(1, 8)):
+        op = rng.randrange(6)
+        at = rng.randint(0, len(data))
+        if op == 0 and data:
+            data[min(at, len(data) - 1)] ^= 1 << rng.randrange(8)
+        elif op == 1:
+            data[at:at] = rng.choice(_INSERTS)
+        elif op == 2:
+            del data[at : at + rng.randint(1, 64)]
+        elif op == 3:
+            data[at:at] = data[at : at + rng.randint(1, 256)] * rng.randint(1, 8)
+        elif op == 4:
+            other = rng.choice(seeds)
+            start = rng.randint(0, len(other))
+            data[at:] = other[start : start + rng.randint(0, 2048)]
+        else:
+            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+    return bytes(data)
+
+
+def mutation_run(argv: list[str]) -> int:
+    import argparse
+    import pathlib
+    import time
+    import traceback
+
+    parser = argparse.ArgumentParser(prog="fuzz_sse.py --mutate")
+    parser.add_argument("--mutate", type=int, required=True, metavar="RUNS")
+    parser.add_argument("--seconds", type=float, default=300.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("corpus", type=pathlib.Path)
+    parser.add_argument("artifacts", type=pathlib.Path)
+    args = parser.parse_args(argv)
+    seeds = [path.read_bytes() for path in sorted(args.corpus.iterdir()) if path.is_file()]
+    if not seeds:
+        print(f"no seeds in {args.corpus}", file=sys.stderr)
+        return 2
+    rng = random.Random(args.seed)
+    deadline = time.monotonic() + args.seconds
+    runs = 0
+    for runs in range(1, args.mutate + 1):
+        raw = seeds[runs - 1] if runs <= len(seeds) else mutate(rng, rng.choice(seeds), seeds)
+        try:
+            test_one(raw)
+        except Exception:
+            args.artifacts.mkdir(parents=True, exist_ok=True)
+            path = args.artifacts / f"crash-{hashlib.sha1(raw).hexdigest()}"  # the hash names the file
+            path.write_bytes(raw)
+            traceback.print_exc()
+            print(f"mutation run {runs}: a failing input, written to {path}", file=sys.stderr)
+            return 1
+        if time.monotonic() > deadline:
+            break
+    print(f"mutation run: {runs} inputs from {len(seeds)} seeds, no failure")
+    return 0
+
+
 def main() -> None:
+    if "--mutate" in sys.argv[1:]:
+        sys.exit(mutation_run(sys.argv[1:]))
     atheris.Setup(sys.argv, test_one)
     atheris.Fuzz()
 

@@ -388,3 +388,298 @@ def test_one_delta_a_read_is_admitted_alike(journal: int, max_frame: int) -> Non
         scanner.retract()
         got.append((answers, scanner.journal()))
     assert got[0] == got[1]
+
+
+# -- hardening: objects Python can reach in odd states, and the C/reference agreements -------------
+
+ROLES = ("H", "P", "S", "E")  # (heartbeat, preamble, semantic, error): identity is what counts
+
+
+def _plain(cls: Any, fast: Any = (), slow: Any = None, max_frame: int = 1 << 20, journal: int = 1 << 20,
+           prefix: int = 27) -> Any:
+    return cls(max_frame, tuple(fast), slow or (lambda block: ["slow"]), "C", ROLES, journal, prefix)
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+def test_an_uninitialised_c_scanner_raises_instead_of_crashing() -> None:
+    calls = [("feed", (b"x",)), ("feed_blocks", (b"x",)), ("admit", (b"data: x\n\n",)), ("close", ()),
+             ("close_blocks", ()), ("pending", ()), ("journal", ()), ("retract", ())]
+
+    failed = bulk.Scanner.__new__(bulk.Scanner)
+    with pytest.raises(TypeError):
+        failed.__init__(1 << 20, [(b"x", "S")], 42, "C", ROLES)  # slow is not callable: still not initialised
+    for scanner in (bulk.Scanner.__new__(bulk.Scanner), failed):
+        for name, args in calls:
+            with pytest.raises(RuntimeError, match=r"__init__\(\) was not called"):
+                getattr(scanner, name)(*args)
+        for attr in ("idle", "buffered", "journal_size", "journal_state", "retained", "hold"):
+            with pytest.raises(RuntimeError):
+                getattr(scanner, attr)
+        with pytest.raises(RuntimeError):
+            scanner.hold = []
+        assert scanner.discarded == 0 and scanner.max_frame_bytes == 0  # plain fields: zero, harmless
+    # __init__ later makes it a scanner like any other
+    late = bulk.Scanner.__new__(bulk.Scanner)
+    late.__init__(1 << 20, [], lambda block: ["slow"], "C", ROLES)
+    assert late.feed(b"data: x\n\n") == ["slow"]
+
+
+IMPLS = [pytest.param(PyScanner, id="python"),
+         pytest.param(bulk.Scanner, id="c", marks=pytest.mark.skipif(not bulk.NATIVE, reason="not built"))]
+
+
+@pytest.mark.parametrize("cls", IMPLS)
+def test_a_classifier_that_calls_back_into_its_scanner_is_refused(cls: Any) -> None:
+    # The classifier runs in the middle of a read (C: while a block of the scanner's own buffers is
+    # being read). Calling back into the same scanner raises RuntimeError; the read itself completes.
+    refused: list[str] = []
+    box: dict[str, Any] = {}
+
+    def slow(block: bytes) -> list[Any]:
+        scanner = box["scanner"]
+        for name, args in [("feed", (b"data: inner\n\n" * 50,)), ("feed_blocks", (b"data: y\n\n",)),
+                           ("admit", (b"data: y\n\n",)), ("close", ()), ("close_blocks", ()), ("retract", ())]:
+            try:
+                getattr(scanner, name)(*args)
+            except RuntimeError as exc:
+                assert "busy" in str(exc)
+                refused.append(name)
+        assert scanner.pending() is not None and scanner.journal() is not None  # reading is harmless
+        return ["slow:" + block.decode()]
+
+    scanner = _plain(cls, [(b"data: fast", "S")], slow, prefix=10)
+    box["scanner"] = scanner
+    stream = b"data: fast\n\n" + b"data: a\n\ndata: b" + b"\n\n" + b"data: fast\n\n"
+    assert scanner.feed(stream[:20]) == ["S"]  # the straddling block comes next, from pend
+    assert scanner.feed(stream[20:]) == ["slow:data: a", "slow:data: b", "S"]
+    assert refused == ["feed", "feed_blocks", "admit", "close", "close_blocks", "retract"] * 2
+    reference = _plain(cls, [(b"data: fast", "S")], lambda b: ["slow:" + b.decode()], prefix=10)
+    assert reference.feed(stream[:20]) + reference.feed(stream[20:]) == ["S", "slow:data: a", "slow:data: b", "S"]
+    assert scanner.journal() == reference.journal() and scanner.idle
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+def test_the_c_scanner_cannot_be_reinitialised_or_rehold_during_its_classifier() -> None:
+    seen: list[str] = []
+    box: dict[str, Any] = {}
+
+    def slow(block: bytes) -> list[Any]:
+        scanner = box["scanner"]
+        with pytest.raises(RuntimeError, match="busy"):
+            scanner.__init__(1 << 20, [], lambda b: [], "C", ROLES)  # would free the keys being compared
+        with pytest.raises(RuntimeError, match="busy"):
+            scanner.hold = None  # would free the list being appended to
+        seen.append("x")
+        return ["P"]
+
+    scanner = _plain(bulk.Scanner, (), slow)
+    box["scanner"] = scanner
+    scanner.hold = []
+    assert scanner.feed(b"data: a\n\ndata: b\n\n") == ["P", "P"]
+    assert seen == ["x", "x"] and scanner.hold == [b"data: a\n\n", b"data: b\n\n"]
+
+
+@pytest.mark.parametrize("cls", IMPLS)
+def test_another_thread_during_the_classifier_is_refused(cls: Any) -> None:
+    # The classifier is Python: another thread may run while it does. It gets RuntimeError, and
+    # the read in progress is not disturbed.
+    import threading
+
+    box: dict[str, Any] = {}
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            box["scanner"].feed(b"data: from another thread\n\n" * 100)
+        except BaseException as exc:  # recorded for the assertion below
+            errors.append(exc)
+
+    def slow(block: bytes) -> list[Any]:
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join(10)
+        return ["slow"]
+
+    scanner = _plain(cls, (), slow)
+    box["scanner"] = scanner
+    assert scanner.feed(b"data: a\n\ndata: b\n\n") == ["slow", "slow"]
+    assert [type(e) for e in errors] == [RuntimeError, RuntimeError]
+    assert scanner.idle and scanner.feed(b"data: c\n\n") == ["slow"]
+    assert [type(e) for e in errors] == [RuntimeError] * 3
+
+
+# The fast table is keyed as a dict: a block's first `prefix` bytes, or the whole block when it is
+# shorter (never the blank line's LF); the first of duplicate keys wins. Small alphabets and short
+# prefixes make short keys, keys holding LFs and duplicates common.
+_ALPHABET = list(b"ab:\n")
+_KIND = st.sampled_from(["H", "P", "S", "E", "X"])
+
+
+@st.composite
+def _tables(draw: Any) -> tuple[int, list[tuple[bytes, str]], bytes]:
+    prefix = draw(st.integers(2, 6))
+    key = st.lists(st.sampled_from(_ALPHABET), min_size=1, max_size=prefix).map(bytes)
+    fast = draw(st.lists(st.tuples(key, _KIND), min_size=1, max_size=8))
+    fast += [(k, draw(_KIND)) for k, _ in fast if draw(st.booleans())]  # duplicates, other kinds
+    suffix = st.lists(st.sampled_from(_ALPHABET), max_size=8).map(bytes)
+    pieces = st.one_of(
+        st.sampled_from([k for k, _ in fast]).map(lambda k: k.rstrip(b"\n") + b"\n\n"),  # a block that is a key
+        st.tuples(st.sampled_from([k for k, _ in fast]), suffix).map(lambda t: t[0] + t[1] + b"\n\n"),
+        suffix, st.just(b"\n"), st.just(b": c\n"),
+    )
+    data = b"".join(draw(st.lists(pieces, max_size=16)))
+    return prefix, fast, data
+
+
+def _oracle_kinds(blocks: list[bytes], fast: list[tuple[bytes, str]], prefix: int) -> list[Any]:
+    table: dict[bytes, str] = {}
+    for key, kind in fast:
+        table.setdefault(key, kind)
+    out: list[Any] = []
+    for block in blocks:
+        kind = table.get(block[:prefix])
+        if kind is not None:
+            out.append(kind)
+        elif all(line[:1] == b":" for line in block.split(b"\n")):
+            out += ["C"] * (block.count(b"\n") + 1)
+        else:
+            out.append("slow")
+    return out
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@settings(max_examples=600, deadline=None)
+@given(table=_tables(), cuts=st.lists(st.integers(0, 1 << 10), max_size=8),
+       how=st.lists(st.sampled_from(["feed", "admit", "blocks"]), min_size=1, max_size=10),
+       journal=st.sampled_from([-1, 1 << 20]), hold=st.booleans())
+def test_c_and_reference_key_the_fast_table_alike(table: tuple[int, list[tuple[bytes, str]], bytes], cuts: list[int],
+                                                 how: list[str], journal: int, hold: bool) -> None:
+    # Caught: a short key not re-checked on a block shorter than the prefix (C), the admit shortcut
+    # keying on the blank line's LF (reference), duplicate keys (first wins in both).
+    prefix, fast, data = table
+    c = _plain(bulk.Scanner, fast, journal=journal, prefix=prefix)
+    py = _plain(PyScanner, fast, journal=journal, prefix=prefix)
+    for s in (c, py):
+        s.feed(b"\n")  # past the stream head: admit() may take reads
+        s.hold = [] if hold else None
+    for i, chunk in enumerate(split(data, cuts)):
+        method = {"feed": "feed", "admit": "admit", "blocks": "feed_blocks"}[how[i % len(how)]]
+        assert outcome(getattr(c, method), chunk) == outcome(getattr(py, method), chunk), (method, chunk)
+        assert state(c) == state(py)
+    assert outcome(c.close, complete_lines=True) == outcome(py.close, complete_lines=True)
+    assert state(c) == state(py)
+    # and both are the dict lookup of each block's head
+    blocks = SSEScanner(1 << 20).feed_blocks(data)
+    for cls in (bulk.Scanner, PyScanner):
+        whole = _plain(cls, fast, prefix=prefix)
+        assert whole.feed(data) == _oracle_kinds(blocks, fast, prefix)
+
+
+def test_the_known_disagreements_agree() -> None:
+    # The three inputs C and the reference answered differently.
+    for cls in {bulk.Scanner, PyScanner}:
+        # a key shorter than the prefix, on a block as short, with more bytes after it in the read
+        assert _plain(cls, [(b"ab", "S")], prefix=8).feed(b"ab\n\nxxxxxxxxxxxx\n\n") == ["S", "slow"]
+        # duplicate keys, the head of a canonical delta among them: the first wins
+        head = b"event: content_block_delta\n"
+        assert _plain(cls, [(head, "S"), (head, "P")]).feed(delta("a")) == ["S"]
+        # admit() keys a whole-frame read by its block's head, not by the blank line's LF
+        scanner = _plain(cls, [(b"ab\n\n", "S")], prefix=8)
+        scanner.feed(b"\n")
+        assert scanner.admit(b"ab\n\n") == -1
+        scanner = _plain(cls, [(b"ab", "S")], prefix=8)
+        scanner.feed(b"\n")
+        assert scanner.admit(b"ab\n\n") == 1
+
+
+_DELTA_HEAD = b"event: content_block_delta\n"
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@settings(max_examples=300, deadline=None)
+@given(stream=streams(), kinds=st.lists(st.sampled_from(["H", "P", "S", "E"]), min_size=2, max_size=3),
+       ops=st.lists(st.sampled_from(["feed", "admit"]), min_size=1, max_size=6))
+def test_duplicate_delta_heads_pick_the_first_in_both(stream: tuple[bytes, list[bytes]], kinds: list[str],
+                                                      ops: list[str]) -> None:
+    fast = [(_DELTA_HEAD, k) for k in kinds] + [(b"event: content_block_start\n", "S")]
+    _, chunks = stream
+    c = _plain(bulk.Scanner, fast)
+    py = _plain(PyScanner, fast)
+    for i, chunk in enumerate(chunks):
+        method = ops[i % len(ops)]
+        assert outcome(getattr(c, method), chunk) == outcome(getattr(py, method), chunk), (method, chunk)
+        assert state(c) == state(py)
+
+
+# -- the frame bound does not depend on how reads split the stream ---------------------------------
+
+_FRAME_PIECES = st.one_of(
+    st.integers(0, 24).map(lambda n: b":" + b"c" * n + b"\n"),  # a comment line
+    st.integers(0, 24).map(lambda n: b"data: " + b"x" * n + b"\n"),
+    st.just(b"event: e\n"), st.just(b"\n"), st.just(b"\n\n"),
+)
+
+
+def _verdict(kind: str, chunks: list[bytes], bound: int) -> tuple[Any, ...]:
+    if kind == "sse":
+        sse = SSEScanner(bound)
+        frames: list[Any] = []
+        try:
+            for chunk in chunks:
+                frames += sse.feed(chunk)
+                assert sse.buffered <= bound
+            frames += sse.close()
+        except FrameTooLarge:
+            return ("too large",)
+        return ("ok", frames)
+    scanner, _ = make(bulk.Scanner if kind == "c" else PyScanner, "sse", max_frame=bound)
+    kinds: list[Any] = []
+    try:
+        for chunk in chunks:
+            kinds += scanner.feed(chunk)
+            assert scanner.buffered <= bound
+        kinds += scanner.close(complete_lines=True)
+    except FrameTooLarge:
+        return ("too large",)
+    return ("ok", kinds)
+
+
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(_FRAME_PIECES, min_size=1, max_size=10), bound=st.integers(1, 30),
+       ends=st.sampled_from(["lf", "crlf", "cr", "mixed"]), seed=st.integers(0, 2),
+       cuts=st.lists(st.integers(0, 1 << 10), max_size=10))
+def test_the_frame_bound_gives_one_verdict_for_every_split(parts: list[bytes], bound: int, ends: str, seed: int,
+                                                           cuts: list[int]) -> None:
+    data = with_line_ends(b"".join(parts), ends, seed)
+    impls = ["sse", "python"] + (["c"] if bulk.NATIVE else [])
+    whole = {kind: _verdict(kind, [data], bound) for kind in impls}
+    assert len({v[0] for v in whole.values()}) == 1, whole  # the three agree
+    splits = [[data[:i], data[i:]] for i in range(1, len(data))]  # every split in two
+    splits += [[data[i : i + 1] for i in range(len(data))], split(data, cuts)]  # byte by byte; any
+    for kind in impls:
+        for chunks in splits:
+            assert _verdict(kind, chunks, bound) == whole[kind], (kind, chunks)
+
+
+@pytest.mark.parametrize("cls", IMPLS)
+def test_what_the_frame_bound_measures(cls: Any) -> None:
+    def verdict(chunks: list[bytes], bound: int) -> str:
+        scanner, _ = make(cls, "sse", max_frame=bound)
+        try:
+            for chunk in chunks:
+                scanner.feed(chunk)
+        except FrameTooLarge:
+            return "too large"
+        return "ok"
+
+    wire = b": c\ndata: xxxxxxxxxx\n\n"  # a comment (3 bytes) at the head, a 16-byte frame
+    assert verdict([wire], 16) == verdict([wire[:4], wire[4:]], 16) == "ok"
+    assert verdict([wire], 15) == verdict([wire[:4], wire[4:]], 15) == "too large"
+    block = b"data: xxxxxxxxxx"  # 16 bytes: exactly at a bound of 16, whether its last LF comes alone or not
+    for chunks in ([block + b"\n\n"], [block + b"\n", b"\n"], [block, b"\n", b"\n"]):
+        assert verdict(chunks, 16) == "ok" and verdict(chunks, 15) == "too large"
+    line = b":" + b"c" * 20  # a comment line is a frame of its own: bounded too, whole or in pieces
+    for chunks in ([line + b"\ndata: x\n\n"], [line[:10], line[10:] + b"\n", b"data: x\n\n"]):
+        assert verdict(chunks, 20) == "too large" and verdict(chunks, 21) == "ok"
+    crlf = block.replace(b"data", b"da\r\nta") + b"\r\n\r\n"  # CRLF counts as one byte
+    assert verdict([crlf], 17) == verdict([crlf[:5], crlf[5:]], 17) == "ok"

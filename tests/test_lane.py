@@ -331,3 +331,84 @@ def test_a_read_of_many_content_frames_takes_the_lane() -> None:
         assert not lane.step(DELTA + PING, 2.0)  # a heartbeat: the general path's
         assert lane.take() == (2, len(run) + len(DELTA) * 2, 1.5, 1.0, (1 << 20) - len(run) - 2 * len(DELTA), 66)
         assert keep == [run + DELTA[:40], DELTA[40:] + DELTA] and scanner.idle
+
+
+# -- hardening: a lane Python can reach in odd states -----------------------------------------------
+
+
+@pytest.mark.skipif(not lane_mod.NATIVE, reason="the C lane is not built")
+def test_an_uninitialised_c_lane_raises_instead_of_crashing() -> None:
+    failed = lane_mod.Lane.__new__(lane_mod.Lane)
+    with pytest.raises(TypeError):
+        failed.__init__(KEYS, PREFIX, 1 << 20, "not a list")  # type: ignore[arg-type]
+    for lane in (lane_mod.Lane.__new__(lane_mod.Lane), failed):
+        for name, args in [("step", (DELTA, -1.0)), ("step", (DELTA, 0.0)), ("open", (10.0, 1.0, 10.0, 0.0, 5)),
+                           ("attach", (None,)), ("close", ()), ("take", ())]:
+            with pytest.raises(RuntimeError, match=r"__init__\(\) was not called"):
+                getattr(lane, name)(*args)
+        assert (lane.reads, lane.frames, lane.room) == (0, 0, 0)  # plain fields: zero, harmless
+    late = lane_mod.Lane.__new__(lane_mod.Lane)
+    keep: list[bytes] = []
+    late.__init__(KEYS, PREFIX, 1 << 20, keep)
+    late.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
+    assert late.step(DELTA, 1.0) and keep == [DELTA]
+
+
+LANES = [pytest.param(PyLane, id="python"),
+         pytest.param(lane_mod.Lane, id="c", marks=pytest.mark.skipif(not lane_mod.NATIVE, reason="not built"))]
+
+
+@pytest.mark.parametrize("cls", LANES)
+def test_a_scanner_that_calls_back_into_its_lane_is_refused(cls: Any) -> None:
+    # step() calls the scanner's admit() -- Python, which may call back into the lane (or drop the
+    # scanner it is running in). The lane refuses with RuntimeError; the step in progress completes.
+    refused: list[str] = []
+
+    class Scanner:
+        def admit(self, chunk: bytes) -> int:
+            for name, args in [("step", (chunk, 1.0)), ("attach", (None,)), ("open", (10.0, 1.0, 10.0, 0.0, 0)),
+                               ("close", ()), ("take", ())]:
+                try:
+                    getattr(lane, name)(*args)
+                except RuntimeError as exc:
+                    assert "busy" in str(exc)
+                    refused.append(name)
+            with pytest.raises(RuntimeError, match="busy"):
+                lane.__init__(KEYS, PREFIX, 1 << 20, [])
+            return 2
+
+    keep: list[bytes] = []
+    lane = cls(KEYS, PREFIX, 1 << 20, keep)
+    lane.attach(Scanner())  # the only reference to the scanner and its admit is the lane's
+    lane.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
+    assert lane.step(DELTA + DELTA, 1.0)
+    assert refused == ["step", "attach", "open", "close", "take"]
+    assert lane.take() == (1, 2 * len(DELTA), 1.0, 1.0, (1 << 20) - 2 * len(DELTA), 2) and keep == [DELTA + DELTA]
+    lane.attach(None)  # after the step: allowed again
+    assert lane.step(DELTA, 1.5) and lane.take()[0] == 1
+
+
+@pytest.mark.parametrize("cls", LANES)
+def test_another_thread_during_admit_is_refused(cls: Any) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            lane.step(DELTA, 1.0)
+        except BaseException as exc:  # recorded for the assertion below
+            errors.append(exc)
+
+    class Scanner:
+        def admit(self, chunk: bytes) -> int:
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join(10)
+            return 1
+
+    lane = cls(KEYS, PREFIX, 1 << 20, [])
+    lane.attach(Scanner())
+    lane.open(10.0, 1.0, 10.0, 0.0, 0)
+    assert lane.step(DELTA, 1.0)
+    assert [type(e) for e in errors] == [RuntimeError] and lane.take()[0] == 1

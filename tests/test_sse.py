@@ -152,3 +152,31 @@ def test_buffer_never_exceeds_bound(chunks: list[bytes]) -> None:
         except FrameTooLarge:
             return
         assert scanner.buffered <= 256
+
+
+def _verdict(chunks: list[bytes], bound: int) -> str:
+    scanner = SSEScanner(bound)
+    try:
+        for chunk in chunks:
+            scanner.feed(chunk)
+            assert scanner.buffered <= bound
+    except FrameTooLarge:
+        return "too large"
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    ("wire", "fits", "over"),
+    [
+        (b": c\ndata: xxxxxxxxxx\n\n", 16, 15),  # a head comment is a frame of its own, measured alone
+        (b"data: xxxxxxxxxx\n\n", 16, 15),  # the frame: its lines, the last one's LF not counted
+        (b":" + b"c" * 20 + b"\ndata: x\n\n", 21, 20),  # a comment line is bounded too
+        (b"data: a\r\ndata: b\r\n\r\n", 15, 14),  # CRLF counts as one LF
+        (b"data: a\n: inside\n\n", 16, 15),  # a comment after a field line belongs to its frame
+        (b"\n\n\ndata: a\n\n", 7, 6),  # blank lines before a frame are not part of it
+    ],
+)
+def test_the_frame_bound_does_not_depend_on_the_split(wire: bytes, fits: int, over: int) -> None:
+    splits = [[wire], [wire[i : i + 1] for i in range(len(wire))]] + [[wire[:i], wire[i:]] for i in range(1, len(wire))]
+    assert {_verdict(chunks, fits) for chunks in splits} == {"ok"}
+    assert {_verdict(chunks, over) for chunks in splits} == {"too large"}

@@ -113,6 +113,7 @@ typedef struct {
     PyObject *kkind[MAX_KEYS]; /* borrowed from fast */
     int kskip[MAX_KEYS];     /* the key holds no blank line: a block's end is searched past it */
     Py_ssize_t delta_key;    /* the key that is the head of a content_block_delta, or -1 */
+    int colon_keys;          /* a key starts with ':': a comment line may be a fast frame */
     PyObject *slow;          /* callable(block) -> list of kinds */
     PyObject *comment;       /* the kind of a comment line */
     PyObject *roles;         /* (heartbeat, preamble, semantic, error) */
@@ -131,7 +132,39 @@ typedef struct {
     Py_ssize_t mark_run;
     uint32_t mark_run_len;
     Buf norm;                /* scratch: a normalised read */
+    int ready;               /* __init__ ran (tp_alloc zero-fills: a fresh object is not ready) */
+    int busy;                /* a call is in progress (it may call the classifier, i.e. Python) */
 } Scanner;
+
+/* Every entry point that reads the scanner's state checks `ready` first: an object whose
+ * __init__ never ran (Scanner.__new__(Scanner), a subclass that skips it, a failed __init__)
+ * holds NULLs where the classifier and the kinds belong. */
+static int
+check_ready(Scanner *s)
+{
+    if (!s->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner.__init__() was not called");
+        return -1;
+    }
+    return 0;
+}
+
+/* The calls that change the scanner take it for their whole length: the classifier they may call
+ * is Python, which may feed the same scanner (or let another thread do so) while a block of
+ * pend or norm is being read. That is refused, not raced. */
+static int
+enter(Scanner *s)
+{
+    if (check_ready(s) < 0)
+        return -1;
+    if (s->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Scanner is busy: a call on it is in progress (a classifier may not feed the scanner it classifies for)");
+        return -1;
+    }
+    s->busy = 1;
+    return 0;
+}
 
 static PyObject *frame_too_large = NULL;
 
@@ -175,6 +208,7 @@ Scanner_clear(Scanner *self)
     Py_CLEAR(self->roles);
     Py_CLEAR(self->hold);
     self->nkeys = 0;
+    self->ready = 0; /* the references are gone: no call may use them */
     return 0;
 }
 
@@ -195,6 +229,10 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"max_frame_bytes", "fast", "slow", "comment", "roles", "journal_max", "prefix", NULL};
     Py_ssize_t max_frame, journal_max = -1, prefix = 27;
     PyObject *fast, *slow, *comment, *roles;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner is busy: it cannot be re-initialised during a call on it");
+        return -1;
+    }
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOO|nn", kwlist, &max_frame, &fast, &slow, &comment, &roles,
                                      &journal_max, &prefix))
         return -1;
@@ -229,6 +267,7 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "slow must be callable");
         return -1;
     }
+    self->ready = 0; /* until the new state is complete */
     Scanner_clear(self);
     self->fast = ft;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -245,8 +284,14 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     }
     self->nkeys = n;
     self->delta_key = -1;
+    self->colon_keys = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (self->klen[i] == prefix && prefix <= (Py_ssize_t)sizeof(DELTA_HEAD) - 1
+        if (self->klen[i] > 0 && self->kbuf[i][0] == ':')
+            self->colon_keys = 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* the first such key, as fast_index() and the reference's table (first match wins) */
+        if (self->delta_key < 0 && self->klen[i] == prefix && prefix <= (Py_ssize_t)sizeof(DELTA_HEAD) - 1
             && memcmp(self->kbuf[i], DELTA_HEAD, (size_t)prefix) == 0)
             self->delta_key = i;
     }
@@ -275,6 +320,7 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     self->started = 0;
     self->pending_cr = 0;
     self->discarded = 0;
+    self->ready = 1;
     return 0;
 }
 
@@ -866,7 +912,7 @@ typedef struct {
     Py_ssize_t rest_start; /* the rest: d[rest_start:n], preceded by pend.buf[0:pend.len] if rest_pend */
     int rest_pend;
     Py_ssize_t rest_len;
-    Py_ssize_t largest;   /* the largest complete block (not head comment lines) */
+    Py_ssize_t largest;   /* the longest complete span (a block, or a head comment line of the rest) */
 } Scan;
 
 static int
@@ -896,7 +942,7 @@ scan_push(Scan *sc, Py_ssize_t start, Py_ssize_t len, int comment, Py_ssize_t ke
     sp->comment = comment;
     sp->key = key;
     sp->delta.ok = 0;
-    if (!comment && len > sc->largest)
+    if (len > sc->largest)
         sc->largest = len;
     return 0;
 }
@@ -982,8 +1028,10 @@ scan(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
             Py_ssize_t q = find_blank(d, from, n);
             if (q < 0)
                 break;
-            if (key >= 0 && q - p < s->prefix)
-                key = fast_index(s, d + p, q - p); /* a block shorter than the prefix: its own head */
+            if (q - p < s->prefix)
+                key = fast_index(s, d + p, q - p); /* a block shorter than the prefix: its own head (a
+                                                      shorter key may match it where none of the
+                                                      prefix's length did) */
             if (scan_push(sc, p, q - p, 0, key) < 0)
                 return -1;
             p = q + 2;
@@ -1030,14 +1078,35 @@ scan(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
     return 0;
 }
 
-static int
-check_bounds(Scanner *s, Scan *sc)
+/* What the bound measures of one complete block (the reference's sse.frame_size): its length, or,
+ * with comment lines at its head (each a frame of its own), the largest of those lines and of the
+ * frame after them. */
+static Py_ssize_t
+frame_size(const char *b, Py_ssize_t n)
 {
-    if (sc->largest > s->max_frame)
-        return raise_too_large(sc->largest, s->max_frame);
-    if (sc->rest_len > s->max_frame)
-        return raise_too_large(sc->rest_len, s->max_frame);
-    return 0;
+    if (n == 0 || b[0] != ':')
+        return n;
+    Py_ssize_t largest = 0;
+    while (n > 0 && b[0] == ':') {
+        const char *lf = memchr(b, '\n', (size_t)n);
+        if (lf == NULL)
+            break;
+        Py_ssize_t line = lf - b;
+        if (line > largest)
+            largest = line;
+        n -= line + 1;
+        b = lf + 1;
+    }
+    return n > largest ? n : largest;
+}
+
+/* The frame in progress as the bound measures it: its bytes, a final LF not counted (it may be the
+ * first of the blank line that ends the frame). Its last byte is d's (n > 0 in every caller). */
+static Py_ssize_t
+rest_size(const char *d, Py_ssize_t n, const Scan *sc)
+{
+    Py_ssize_t len = sc->rest_len;
+    return len > 0 && n > 0 && d[n - 1] == '\n' ? len - 1 : len;
 }
 
 /* Make the rest the block in progress. */
@@ -1063,6 +1132,47 @@ span_bytes(Scanner *s, const char *d, Span *sp)
     return sp->start < 0 ? s->pend.buf : d + sp->start;
 }
 
+/* Whether every frame the scan found, and the frame in progress, is within the bound; if not,
+ * *size is the size FrameTooLarge reports (the reference's: the largest complete frame of the
+ * read if one is over, else the frame in progress). The measure does not depend on how the
+ * stream was split into reads: see sse.frame_size. */
+static int
+within_bound(Scanner *s, const char *d, Py_ssize_t n, Scan *sc, Py_ssize_t *size)
+{
+    const Py_ssize_t limit = s->max_frame;
+    if (sc->largest > limit) {
+        /* a span's length is its size unless comment lines stand at its head: measure those */
+        Py_ssize_t largest = 0;
+        for (Py_ssize_t i = 0; i < sc->count; i++) {
+            Span *sp = &sc->spans[i];
+            if (sp->len <= limit)
+                continue;
+            Py_ssize_t f = sp->comment ? sp->len : frame_size(span_bytes(s, d, sp), sp->len);
+            if (f > largest)
+                largest = f;
+        }
+        if (largest > limit) {
+            *size = largest;
+            return 0;
+        }
+    }
+    Py_ssize_t rest = rest_size(d, n, sc);
+    if (rest > limit) {
+        *size = rest;
+        return 0;
+    }
+    return 1;
+}
+
+static int
+check_bounds(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
+{
+    Py_ssize_t size;
+    if (!within_bound(s, d, n, sc, &size))
+        return raise_too_large(size, s->max_frame);
+    return 0;
+}
+
 static void
 mark(Scanner *s)
 {
@@ -1081,7 +1191,7 @@ consume(Scanner *s, const char *d, Py_ssize_t n, PyObject *out, int blocks_mode)
         scan_free(&sc);
         return -1;
     }
-    if (check_bounds(s, &sc) < 0) {
+    if (check_bounds(s, d, n, &sc) < 0) {
         scan_free(&sc);
         return -1;
     }
@@ -1139,13 +1249,21 @@ feed_common(Scanner *s, PyObject *chunk, int blocks_mode)
 static PyObject *
 Scanner_feed(Scanner *self, PyObject *chunk)
 {
-    return feed_common(self, chunk, 0);
+    if (enter(self) < 0)
+        return NULL;
+    PyObject *res = feed_common(self, chunk, 0);
+    self->busy = 0;
+    return res;
 }
 
 static PyObject *
 Scanner_feed_blocks(Scanner *self, PyObject *chunk)
 {
-    return feed_common(self, chunk, 1);
+    if (enter(self) < 0)
+        return NULL;
+    PyObject *res = feed_common(self, chunk, 1);
+    self->busy = 0;
+    return res;
 }
 
 /* admit(chunk) -> frames: the read completes at least one frame, every frame it completes has a
@@ -1157,7 +1275,8 @@ Scanner_feed_blocks(Scanner *self, PyObject *chunk)
  * path (scan, check every block, account): every complete block has a semantic fast prefix and is
  * within the bound, at least one is complete, and the rest -- the frame in progress -- is not a
  * head comment line that ended and is within the bound. Returns the frames, -1 to decline (nothing
- * changed), -2 on error. */
+ * changed), -2 on error, -3 (nothing changed) when the general path must judge the read: a head
+ * comment line ended and a fast key starts with ':'. */
 static Py_ssize_t
 admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
 {
@@ -1189,24 +1308,46 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
             if (key < 0 || s->kkind[key] != s->semantic)
                 goto decline;
         }
-        if (len > s->max_frame)
+        if (len > s->max_frame && frame_size(d + p, len) > s->max_frame)
             goto decline;
-        if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN
-            && journal_block(s, d + p, len, key == s->delta_key ? s->prefix : 0, &dl) < 0)
-            return -2;
+        if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN) {
+            /* as account(): comment lines at the block's head (a fast key may start with ':') are
+               heartbeats of their own, not journaled */
+            const char *jb = d + p;
+            Py_ssize_t jn = len, known = key == s->delta_key ? s->prefix : 0;
+            const Delta *jd = &dl;
+            while (jn > 0 && jb[0] == ':') {
+                const char *lf = memchr(jb, '\n', (size_t)jn);
+                known = 0;
+                jd = NULL;
+                jn = lf == NULL ? 0 : jn - ((lf - jb) + 1);
+                jb = lf == NULL ? jb : lf + 1;
+            }
+            if (jn > 0 && journal_block(s, jb, jn, known, jd) < 0)
+                return -2;
+        }
         frames++;
         p += len + 2;
     }
-    if (frames == 0 || n - p > s->max_frame)
+    if (p < n && d[p] == ':' && memchr(d + p, '\n', (size_t)(n - p)) != NULL) {
+        /* a head comment line ended: a frame of its own, a heartbeat unless a fast key starting
+           with ':' says otherwise (then the general path judges it) */
+        if (s->colon_keys) {
+            frames = -3;
+            goto rollback;
+        }
         goto decline;
-    if (p < n && d[p] == ':' && memchr(d + p, '\n', (size_t)(n - p)) != NULL)
-        goto decline; /* a head comment line ended: a heartbeat frame */
+    }
+    if (frames == 0 || (n - p) - (p < n && d[n - 1] == '\n') > s->max_frame)
+        goto decline; /* (the frame in progress as the bound measures it: a final LF not counted) */
     s->pend.len = 0;
     if (buf_append(&s->pend, d + p, n - p) < 0)
         return -2;
     buf_trim(&s->pend);
     return frames;
 decline:
+    frames = -1;
+rollback:
     s->journal.len = s->mark_len;
     s->jstate = s->mark_state;
     s->run = s->mark_run;
@@ -1216,11 +1357,11 @@ decline:
     s->mark_state = old_state;
     s->mark_run = old_run;
     s->mark_run_len = old_run_len;
-    return -1;
+    return frames;
 }
 
 static PyObject *
-Scanner_admit(Scanner *self, PyObject *chunk)
+admit_common(Scanner *self, PyObject *chunk)
 {
     if (!PyBytes_CheckExact(chunk) || !self->started || self->pending_cr)
         return PyLong_FromLong(-1);
@@ -1232,7 +1373,8 @@ Scanner_admit(Scanner *self, PyObject *chunk)
         Py_ssize_t frames = admit_aligned(self, d, n);
         if (frames == -2)
             return NULL;
-        return PyLong_FromSsize_t(frames);
+        if (frames != -3)
+            return PyLong_FromSsize_t(frames);
     }
     Scan sc;
     if (scan(self, d, n, &sc) < 0) {
@@ -1240,7 +1382,8 @@ Scanner_admit(Scanner *self, PyObject *chunk)
         return NULL;
     }
     Py_ssize_t count = sc.count;
-    int ok = count > 0 && sc.largest <= self->max_frame && sc.rest_len <= self->max_frame;
+    Py_ssize_t size;
+    int ok = count > 0 && within_bound(self, d, n, &sc, &size);
     for (Py_ssize_t i = 0; ok && i < count; i++) {
         Span *sp = &sc.spans[i];
         if (sp->key == -2)
@@ -1265,6 +1408,16 @@ Scanner_admit(Scanner *self, PyObject *chunk)
     if (rc < 0)
         return NULL;
     return PyLong_FromSsize_t(count);
+}
+
+static PyObject *
+Scanner_admit(Scanner *self, PyObject *chunk)
+{
+    if (enter(self) < 0)
+        return NULL;
+    PyObject *res = admit_common(self, chunk);
+    self->busy = 0;
+    return res;
 }
 
 static PyObject *
@@ -1324,18 +1477,28 @@ close_common(Scanner *self, PyObject *args, PyObject *kwds, int blocks_mode)
 static PyObject *
 Scanner_close(Scanner *self, PyObject *args, PyObject *kwds)
 {
-    return close_common(self, args, kwds, 0);
+    if (enter(self) < 0)
+        return NULL;
+    PyObject *res = close_common(self, args, kwds, 0);
+    self->busy = 0;
+    return res;
 }
 
 static PyObject *
 Scanner_close_blocks(Scanner *self, PyObject *args, PyObject *kwds)
 {
-    return close_common(self, args, kwds, 1);
+    if (enter(self) < 0)
+        return NULL;
+    PyObject *res = close_common(self, args, kwds, 1);
+    self->busy = 0;
+    return res;
 }
 
 static PyObject *
 Scanner_pending(Scanner *self, PyObject *Py_UNUSED(ignored))
 {
+    if (check_ready(self) < 0)
+        return NULL;
     /* the block in progress as bytes to replay (a CR held back included) */
     PyObject *out = PyBytes_FromStringAndSize(NULL, self->pend.len + (self->pending_cr ? 1 : 0));
     if (out == NULL)
@@ -1350,6 +1513,8 @@ Scanner_pending(Scanner *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 Scanner_journal(Scanner *self, PyObject *Py_UNUSED(ignored))
 {
+    if (check_ready(self) < 0)
+        return NULL;
     return PyBytes_FromStringAndSize(self->journal.buf ? self->journal.buf : "", self->journal.len);
 }
 
@@ -1357,41 +1522,59 @@ static PyObject *
 Scanner_retract(Scanner *self, PyObject *Py_UNUSED(ignored))
 {
     /* the last read was not released: forget what it added to the journal */
+    if (enter(self) < 0)
+        return NULL;
     self->journal.len = self->mark_len;
     self->jstate = self->mark_state;
     self->run = self->mark_run;
     if (self->run >= 0)
         put_u32(self->journal.buf + self->run + 5, self->mark_run_len);
+    self->busy = 0;
     Py_RETURN_NONE;
 }
 
 static PyObject *
 Scanner_get_idle(Scanner *self, void *closure)
 {
+    if (check_ready(self) < 0)
+        return NULL;
     return PyBool_FromLong(self->pend.len == 0 && self->started && !self->pending_cr);
 }
 
 static PyObject *
 Scanner_get_buffered(Scanner *self, void *closure)
 {
-    return PyLong_FromSsize_t(self->pend.len);
+    if (check_ready(self) < 0)
+        return NULL;
+    /* the frame in progress as the bound measures it: a final LF not counted, nor the start of
+       a BOM still undecided at the stream head */
+    if (!self->started)
+        return PyLong_FromSsize_t(0);
+    Py_ssize_t len = self->pend.len;
+    return PyLong_FromSsize_t(len > 0 && self->pend.buf[len - 1] == '\n' ? len - 1 : len);
 }
 
 static PyObject *
 Scanner_get_journal_size(Scanner *self, void *closure)
 {
+    if (check_ready(self) < 0)
+        return NULL;
     return PyLong_FromSsize_t(self->journal.len);
 }
 
 static PyObject *
 Scanner_get_journal_state(Scanner *self, void *closure)
 {
+    if (check_ready(self) < 0)
+        return NULL;
     return PyLong_FromLong(self->jstate);
 }
 
 static PyObject *
 Scanner_get_retained(Scanner *self, void *closure)
 {
+    if (check_ready(self) < 0)
+        return NULL;
     /* bytes this scanner holds on to: its buffers' capacities */
     return PyLong_FromSsize_t(self->pend.cap + self->journal.cap + self->norm.cap);
 }
@@ -1399,6 +1582,8 @@ Scanner_get_retained(Scanner *self, void *closure)
 static PyObject *
 Scanner_get_hold(Scanner *self, void *closure)
 {
+    if (check_ready(self) < 0)
+        return NULL;
     if (self->hold == NULL)
         Py_RETURN_NONE;
     Py_INCREF(self->hold);
@@ -1408,6 +1593,9 @@ Scanner_get_hold(Scanner *self, void *closure)
 static int
 Scanner_set_hold(Scanner *self, PyObject *value, void *closure)
 {
+    if (enter(self) < 0)
+        return -1;
+    self->busy = 0;
     if (value != NULL && value != Py_None && !PyList_CheckExact(value)) {
         PyErr_SetString(PyExc_TypeError, "hold must be a list or None");
         return -1;

@@ -29,7 +29,26 @@ typedef struct {
     PyObject *keep; /* list */
     PyObject *scanner; /* a bulk scanner, or NULL */
     PyObject *admit;   /* its bound admit(), or NULL */
+    int busy;          /* step() is calling admit() (Python): the lane is not to be used meanwhile */
 } Lane;
+
+/* Every method checks the lane first: an object whose __init__ never ran (Lane.__new__(Lane), a
+ * subclass that skips it) has no keys and no keep list; and while step() is in the scanner's
+ * admit() -- a call into Python, which may call back into the lane or let another thread in --
+ * the lane is refused, not raced. */
+static int
+check_lane(Lane *self)
+{
+    if (self->keys == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Lane.__init__() was not called");
+        return -1;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Lane is busy: step() is in progress (called back from the scanner's admit())");
+        return -1;
+    }
+    return 0;
+}
 
 static int
 Lane_traverse(Lane *self, visitproc visit, void *arg)
@@ -65,6 +84,10 @@ Lane_init(Lane *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"keys", "prefix", "max_frame", "keep", NULL};
     PyObject *keys, *keep;
     Py_ssize_t prefix, max_frame;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Lane is busy: it cannot be re-initialised during step()");
+        return -1;
+    }
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnnO!", kwlist, &keys, &prefix, &max_frame,
                                      &PyList_Type, &keep))
         return -1;
@@ -130,6 +153,8 @@ Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "step(chunk, now) takes 2 arguments");
         return NULL;
     }
+    if (check_lane(self) < 0)
+        return NULL;
     PyObject *chunk = args[0];
     double now = PyFloat_AsDouble(args[1]);
     if (now == -1.0 && PyErr_Occurred())
@@ -142,7 +167,12 @@ Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
     if (self->admit != NULL) {
         /* the scanner consumes the read only if it admits it; a failure below then ends the
            stream (the error propagates), so the order does not leave a half-counted read */
-        PyObject *res = PyObject_CallOneArg(self->admit, chunk);
+        PyObject *admit = self->admit;
+        Py_INCREF(admit); /* held for the call, whatever it does to the lane */
+        self->busy = 1;
+        PyObject *res = PyObject_CallOneArg(admit, chunk);
+        self->busy = 0;
+        Py_DECREF(admit);
         if (res == NULL)
             return NULL;
         frames = PyLong_AsSsize_t(res);
@@ -200,6 +230,8 @@ Lane_open(Lane *self, PyObject *args)
 {
     double horizon, step, wall, last;
     Py_ssize_t room;
+    if (check_lane(self) < 0)
+        return NULL;
     if (!PyArg_ParseTuple(args, "ddddn:open", &horizon, &step, &wall, &last, &room))
         return NULL;
     self->horizon = horizon;
@@ -214,6 +246,8 @@ static PyObject *
 Lane_attach(Lane *self, PyObject *scanner)
 {
     PyObject *admit = NULL;
+    if (check_lane(self) < 0)
+        return NULL;
     if (scanner != Py_None) {
         admit = PyObject_GetAttrString(scanner, "admit");
         if (admit == NULL)
@@ -228,6 +262,8 @@ Lane_attach(Lane *self, PyObject *scanner)
 static PyObject *
 Lane_close(Lane *self, PyObject *Py_UNUSED(ignored))
 {
+    if (check_lane(self) < 0)
+        return NULL;
     self->horizon = -INFINITY;
     Py_RETURN_NONE;
 }
@@ -235,6 +271,8 @@ Lane_close(Lane *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 Lane_take(Lane *self, PyObject *Py_UNUSED(ignored))
 {
+    if (check_lane(self) < 0)
+        return NULL;
     PyObject *out = Py_BuildValue("(nnddnn)", self->reads, self->nbytes, self->last, self->max_gap, self->room,
                                   self->frames);
     if (out == NULL)

@@ -12,8 +12,16 @@ kept equal to this one by ``tests/test_bulk.py``. ``OTEL_LIVENESS_PURE=1`` selec
 The scanner keeps the :class:`~.sse.SSEScanner` guarantees (it *is* one, plus classification):
 every split of the same bytes into reads yields the same frames; LF, CR and CRLF line ends; the
 UTF-8 BOM at the stream start; comment lines at the head of a block are heartbeat frames the
-moment their line ends; a line or frame longer than ``max_frame_bytes`` raises
-:class:`~.errors.FrameTooLarge`.
+moment their line ends; a frame larger than ``max_frame_bytes`` raises
+:class:`~.errors.FrameTooLarge`, measured as :func:`~.sse.frame_size` says (so whether it raises
+does not depend on the chunking either).
+
+The fast table is keyed as a dict is: a block's first ``prefix`` bytes, or the whole block when it
+is shorter (never the blank line that ends it); the first of duplicate keys wins. The classifier
+is called during :meth:`~PyScanner.feed` and :meth:`~PyScanner.close`: it may not call back into
+the scanner that called it (nor may another thread meanwhile) -- that raises ``RuntimeError``
+rather than corrupt the read in progress. The C class also raises ``RuntimeError`` for any call on
+an object whose ``__init__`` never ran.
 
 Two records ride along, so that a stream keeps what a truncation needs rather than the reply:
 
@@ -110,8 +118,9 @@ class PyScanner:
     journal's bound (``-1``: no journal), ``prefix`` how many leading bytes the fast table keys.
     """
 
-    __slots__ = ("_colon_keys", "_comment", "_cut", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run", "_run_code",
-                 "_run_head", "_run_index", "_run_size", "_scanner", "_slow", "hold", "journal_max", "journal_state")
+    __slots__ = ("_busy", "_colon_keys", "_comment", "_cut", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run",
+                 "_run_code", "_run_head", "_run_index", "_run_size", "_scanner", "_slow", "hold", "journal_max",
+                 "journal_state")
 
     def __init__(
         self,
@@ -123,6 +132,8 @@ class PyScanner:
         journal_max: int = -1,
         prefix: int = 27,
     ) -> None:
+        if getattr(self, "_busy", False):
+            _refuse()
         self._scanner = SSEScanner(max_frame_bytes)
         table: dict[bytes, Any] = {}
         for key, kind in fast:
@@ -144,6 +155,7 @@ class PyScanner:
         self._run_head = b""  # the open run's delta head, up to the string body
         self._mark: tuple[int, int, int, bytes, int, int, bytes] = (0, JOURNAL_OPEN, -1, b"", -1, 0, b"")
         self.hold: list[bytes] | None = None
+        self._busy = False  # the classifier is running: it may not feed this scanner (nor may another thread)
 
     # -- the SSEScanner view ------------------------------------------------------------------
 
@@ -164,26 +176,36 @@ class PyScanner:
         return self._scanner.discarded
 
     def feed_blocks(self, chunk: bytes) -> list[bytes]:
+        if self._busy:
+            _refuse()
         return self._scanner.feed_blocks(bytes(chunk))
 
     def close_blocks(self, *, complete_lines: bool = False) -> list[bytes]:
+        if self._busy:
+            _refuse()
         return self._scanner.close_blocks(complete_lines=complete_lines)
 
     # -- kinds --------------------------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> list[Any]:
         """Consume ``chunk``; the kinds of the frames it completed, in order."""
+        if self._busy:
+            _refuse()
         self._set_mark()
         return self._classify(self._scanner.feed_blocks(bytes(chunk)))
 
     def close(self, *, complete_lines: bool = False) -> list[Any]:
         """End of stream (see :meth:`~.sse.SSEScanner.close_blocks`)."""
+        if self._busy:
+            _refuse()
         self._set_mark()
         return self._classify(self._scanner.close_blocks(complete_lines=complete_lines))
 
     def admit(self, chunk: Any) -> int:
         """The steady lane's read: consumed (the number of frames) only if it completes at least
         one frame and all of them have a semantic fast prefix; otherwise ``-1``, nothing changed."""
+        if self._busy:
+            _refuse()
         scanner = self._scanner
         if type(chunk) is not bytes or not chunk or not scanner._started or scanner._pending_cr or 13 in chunk:
             return -1
@@ -207,7 +229,10 @@ class PyScanner:
                     self._journal += fragment
                     self._run_size += len(fragment)
                 return 1
-        if not scanner._parts and whole_frame(chunk, scanner.max_frame_bytes) and fast.get(chunk[:prefix]) is semantic:
+        if (not scanner._parts and chunk[0] != 10 and whole_frame(chunk, scanner.max_frame_bytes)
+                and fast.get(chunk[:prefix] if len(chunk) - 2 >= prefix else chunk[:-2]) is semantic):
+            # (the block's head: a block shorter than the prefix is its own, without the blank line;
+            # a read that starts with a blank line is not the block it looks like)
             blocks = [chunk[:-2]]  # an idle scanner stays idle: no state to change
         else:
             saved = (list(scanner._parts), scanner._pending)
@@ -244,7 +269,11 @@ class PyScanner:
                 block_kinds = [self._comment] * (block.count(b"\n") + 1)
                 out += block_kinds
             else:
-                block_kinds = list(self._slow(block))
+                self._busy = True
+                try:
+                    block_kinds = list(self._slow(block))
+                finally:
+                    self._busy = False
                 out += block_kinds
             if not (journaling or keeping) or (not keeping and heartbeat in block_kinds and len(block_kinds) == 1):
                 continue
@@ -346,6 +375,8 @@ class PyScanner:
 
     def retract(self) -> None:
         """The last read was not released after all: forget what it added to the journal."""
+        if self._busy:
+            _refuse()
         size, state, self._run, self._run_code, self._run_index, self._run_size, self._run_head = self._mark
         del self._journal[size:]
         self.journal_state = state
@@ -353,7 +384,12 @@ class PyScanner:
     @property
     def retained(self) -> int:
         """Bytes this scanner holds on to (the block in progress and the journal)."""
-        return self._scanner.buffered + len(self._journal)
+        return self._scanner._pending + len(self._journal)
+
+
+def _refuse() -> None:
+    raise RuntimeError("Scanner is busy: a call on it is in progress (a classifier may not feed the scanner it "
+                       "classifies for)")
 
 
 Scanner: type[PyScanner]

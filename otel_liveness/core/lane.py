@@ -37,9 +37,11 @@ class PyLane:
     ``max_frame`` bytes (:func:`~otel_liveness.core.sse.whole_frame`) and its first ``prefix``
     bytes are one of ``keys`` (the profile's semantic prefixes) -- or, with a scanner attached,
     when the scanner admits it; it then moves the horizon to ``min(now + step, wall)``. Otherwise
-    it returns False and changes nothing."""
+    it returns False and changes nothing. A call made while ``step`` is in the scanner's
+    ``admit`` (a call back into the lane, or another thread) raises ``RuntimeError``."""
 
     __slots__ = (
+        "_busy",
         "frames",
         "horizon",
         "keep",
@@ -57,6 +59,8 @@ class PyLane:
     )
 
     def __init__(self, keys: tuple[bytes, ...], prefix: int, max_frame: int, keep: list[bytes]) -> None:
+        if getattr(self, "_busy", False):
+            _refuse()
         self.keys = frozenset(keys)
         self.prefix = prefix
         self.max_frame = max_frame
@@ -71,14 +75,19 @@ class PyLane:
         self.max_gap = 0.0
         self.frames = 0
         self.scanner: Any = None
+        self._busy = False  # step() is in the scanner's admit(): the lane is not to be used meanwhile
 
     def attach(self, scanner: Any) -> None:
         """Admit reads through ``scanner`` (a :mod:`.bulk` scanner; ``None`` detaches)."""
+        if self._busy:
+            _refuse()
         self.scanner = scanner
 
     def open(self, horizon: float, step: float, wall: float, last: float, room: int) -> None:
         """Re-arm after the general path: nothing is due before ``horizon``; the last read was
         at ``last``; ``room`` prefix bytes may still be kept. ``horizon=-inf`` closes the lane."""
+        if self._busy:
+            _refuse()
         self.horizon = horizon
         self.step_ = step
         self.wall = wall
@@ -86,14 +95,22 @@ class PyLane:
         self.room = room
 
     def close(self) -> None:
+        if self._busy:
+            _refuse()
         self.horizon = -_INF
 
     def step(self, chunk: bytes, now: float) -> bool:
+        if self._busy:
+            _refuse()
         if not (now < self.horizon) or type(chunk) is not bytes:
             return False
         scanner = self.scanner
         if scanner is not None:
-            frames = scanner.admit(chunk)
+            self._busy = True
+            try:
+                frames = scanner.admit(chunk)
+            finally:
+                self._busy = False
             if frames < 0:
                 return False
         elif not whole_frame(chunk, self.max_frame) or chunk[: self.prefix] not in self.keys:
@@ -121,12 +138,18 @@ class PyLane:
 
     def take(self) -> tuple[int, int, float, float, int, int]:
         """``(reads, nbytes, last, max_gap, room, frames)`` since the last take; resets the counts."""
+        if self._busy:
+            _refuse()
         out = (self.reads, self.nbytes, self.last, self.max_gap, self.room, self.frames)
         self.reads = 0
         self.frames = 0
         self.nbytes = 0
         self.max_gap = 0.0
         return out
+
+
+def _refuse() -> None:
+    raise RuntimeError("Lane is busy: step() is in progress (called back from the scanner's admit())")
 
 
 Lane: type[PyLane]

@@ -23,16 +23,26 @@ Two deviations, both needed to judge *liveness* rather than to deliver events:
 * data stays ``bytes``. Nothing is decoded or JSON-parsed here; the classifier looks at the event
   name and, for the rare frames that need it, at the payload.
 
-Every way of splitting the same bytes into chunks yields the same frames. A line or frame longer
-than ``max_frame_bytes`` raises :class:`~otel_liveness.core.errors.FrameTooLarge` as soon as it is
-known to be too long, so a hostile peer cannot make the buffer grow without limit.
+Every way of splitting the same bytes into chunks yields the same frames. A frame larger than
+``max_frame_bytes`` raises :class:`~otel_liveness.core.errors.FrameTooLarge` as soon as it is
+known to be too large, so a hostile peer cannot make the buffer grow without limit; and whether
+it raises does not depend on the chunking either. What the bound measures (:func:`frame_size`):
+
+* a frame is measured after line-end normalisation (CR and CRLF count as one LF, the BOM not at
+  all), without the blank line that ends it: its lines joined by LF, the last one's LF not counted;
+* a comment line at the head of a block is a frame of its own (see above) and is measured alone
+  (without its LF); the frame after it does not include it; comment lines after a field line
+  belong to their frame;
+* the frame in progress is measured the same way, from its first byte (blank lines before it
+  not counted) to the last byte received, a final LF not counted (it may be the first of the
+  blank line that ends the frame). So the buffer holds at most ``max_frame_bytes + 1`` bytes.
 """
 
 from __future__ import annotations
 
 from .errors import FrameTooLarge
 
-__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "parse_block", "whole_frame"]
+__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "frame_size", "parse_block", "whole_frame"]
 
 #: ``Frame.event`` of a comment-only frame (a heartbeat on every provider we know).
 COMMENT = ":"
@@ -147,8 +157,13 @@ class SSEScanner:
 
     @property
     def buffered(self) -> int:
-        """Bytes held for an incomplete frame (never more than ``max_frame_bytes``)."""
-        return self._pending
+        """The size of the frame in progress as the bound measures it (the bytes held for it, a
+        final LF not counted; the start of a BOM, still undecided at the stream head, not at all):
+        never more than ``max_frame_bytes``."""
+        parts = self._parts
+        if not self._started:
+            return 0
+        return self._pending - 1 if parts and parts[-1][-1] == 10 else self._pending
 
     def feed(self, chunk: bytes) -> list[Frame]:
         """Consume ``chunk``; return the frames it completed (possibly none)."""
@@ -190,7 +205,9 @@ class SSEScanner:
                 parts.append(chunk)  # no block can have ended: keep the piece, copy nothing
                 self._pending += len(chunk)
                 if self._pending > self.max_frame_bytes:
-                    raise FrameTooLarge(self._pending, self.max_frame_bytes)
+                    size = self._pending - 1 if chunk[-1] == 10 else self._pending  # a final LF: not counted
+                    if size > self.max_frame_bytes:
+                        raise FrameTooLarge(size, self.max_frame_bytes)
                 return []
             parts.append(chunk)
             buf = b"".join(parts)
@@ -220,10 +237,6 @@ class SSEScanner:
         """The uncommon cases: runs of blank lines, head comments, and the size bound."""
         # Runs of blank lines leave empty blocks and blocks that start with "\n".
         blocks = [b for b in (b.lstrip(b"\n") for b in blocks) if b]
-        if blocks:
-            largest = max(map(len, blocks))
-            if largest > self.max_frame_bytes:
-                raise FrameTooLarge(largest, self.max_frame_bytes)
         # Comment lines at the head of the block in progress are heartbeats now, not later.
         rest = rest.lstrip(b"\n")
         while rest[:1] == b":":
@@ -232,8 +245,15 @@ class SSEScanner:
                 break
             blocks.append(rest[:nl])
             rest = rest[nl + 1 :].lstrip(b"\n")
-        if len(rest) > self.max_frame_bytes:
-            raise FrameTooLarge(len(rest), self.max_frame_bytes)
+        limit = self.max_frame_bytes
+        if blocks and max(map(len, blocks)) > limit:
+            # a block's length is its frame's size unless comment lines stand at its head
+            largest = max(map(frame_size, blocks))
+            if largest > limit:
+                raise FrameTooLarge(largest, limit)
+        size = len(rest) - 1 if rest[-1:] == b"\n" else len(rest)
+        if size > limit:
+            raise FrameTooLarge(size, limit)
         self._keep(rest)
         return blocks
 
@@ -277,6 +297,22 @@ class SSEScanner:
         self._pending_cr = False
         self._raw_mode = False
         return out
+
+
+def frame_size(block: bytes) -> int:
+    """What ``max_frame_bytes`` bounds, for one LF-normalised block (as :meth:`SSEScanner.feed_blocks`
+    returns it): its length, or, when comment lines stand at its head, the largest of those lines
+    (each a frame of its own) and of the frame after them."""
+    if block[:1] != b":":
+        return len(block)
+    largest = 0
+    while block[:1] == b":":
+        nl = block.find(b"\n")
+        if nl < 0:
+            break
+        largest = max(largest, nl)
+        block = block[nl + 1 :]
+    return max(largest, len(block))
 
 
 def whole_frame(chunk: bytes, max_frame_bytes: int) -> bool:
