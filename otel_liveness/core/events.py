@@ -1,15 +1,25 @@
 """What a hook sees, as it happens: frozen event objects, one class per fact.
 
-A hook is any callable taking one event. The transport calls every hook in order, synchronously,
-from the thread/task that drives the stream; a hook that raises is logged and counted, never
-allowed to change what the application receives. None of these carry prompt or completion content.
+A hook is any callable taking one event (:class:`Hook`). The transport calls every hook in order,
+synchronously, from the thread/task that drives the stream; a hook that raises is logged and
+counted, never allowed to change what the application receives. None of these carry prompt or
+completion content.
+
+What else a hook may offer, each a declared protocol the transport checks for (the telemetry hook
+offers both):
+
+- :class:`SendsInContext` -- ``send_context()``: a context manager the inner send of every
+  attempt runs in (the telemetry hook suppresses the HTTP client instrumentations there);
+- :class:`EmitsTelemetry` -- ``emits_telemetry = True``: a hook that emits telemetry, beside which
+  the transport adds no default telemetry hook.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .outcome import AttemptOutcome, DelaySource, NoticeKind, Phase, RetryReason, StopReason
 
@@ -20,6 +30,7 @@ __all__ = [
     "AttemptEnded",
     "AttemptStarted",
     "CaptureItem",
+    "EmitsTelemetry",
     "Event",
     "FrameSizes",
     "Heartbeats",
@@ -28,6 +39,7 @@ __all__ = [
     "RequestStarted",
     "RetryScheduled",
     "SemanticNotice",
+    "SendsInContext",
     "Verdict",
 ]
 
@@ -139,3 +151,19 @@ Event = (
 
 class Hook(Protocol):
     def __call__(self, event: Event, /) -> None: ...
+
+
+@runtime_checkable
+class SendsInContext(Protocol):
+    """A hook that asks the inner send of every attempt to run inside a context (the first such
+    hook is asked)."""
+
+    def send_context(self) -> AbstractContextManager[Any]: ...
+
+
+@runtime_checkable
+class EmitsTelemetry(Protocol):
+    """A hook that emits telemetry when ``emits_telemetry`` is true: no default telemetry hook is
+    added beside it."""
+
+    emits_telemetry: bool
