@@ -21,7 +21,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .outcome import AttemptOutcome, DelaySource, NoticeKind, Phase, RetryReason, StopReason
+from .clocks import Notice
+from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason, StopReason
 
 if TYPE_CHECKING:
     from .outcome import AttemptRecord, RequestReport
@@ -88,20 +89,23 @@ class Heartbeats:
     total: int
 
 
-@dataclass(frozen=True, slots=True)
-class SemanticNotice:
-    """Still waiting, another ``semantic_notice_interval`` without content: a *prefill* wait
-    (``kind`` :attr:`NoticeKind.PREFILL`, no body byte yet) or a *thinking* wait (``SEMANTIC``)."""
+@dataclass(frozen=True)
+class _OfAttempt:
+    """Whose a notice is: the request's report and its attempt (0-based)."""
 
     report: RequestReport
     attempt: int
-    at: float  # when it fell due (seconds since the request started)
-    number: int
-    semantic_idle: float
-    raw_idle: float
-    heartbeats_since_semantic: int
-    phase: Phase
-    kind: NoticeKind = NoticeKind.SEMANTIC
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticNotice(Notice, _OfAttempt):
+    """Still waiting, another ``semantic_notice_interval`` without content: a *prefill* wait
+    (``kind`` :attr:`~.outcome.NoticeKind.PREFILL`, no body byte yet) or a *thinking* wait (``SEMANTIC``).
+
+    The clock's :class:`~.clocks.Notice` as hooks see it -- the same facts (``at``, ``number``,
+    ``semantic_idle``, ``raw_idle``, ``heartbeats_since_semantic``, ``phase``, ``kind``), declared
+    once there -- for ``report``'s attempt ``attempt``, with ``at`` in seconds since the request
+    started. Fields in that order: ``report, attempt, at, number, ...``."""
 
 
 @dataclass(frozen=True, slots=True)
