@@ -66,7 +66,8 @@ def wrap(
         )
 
     ``hooks`` receive every event (:mod:`otel_liveness.core.events`); ``hosts`` limits the policy
-    to requests for those hosts (others pass through untouched); ``asynchronous`` picks the kind
+    to requests for those hosts (others pass through untouched): names, or patterns where ``*`` is
+    one DNS label or part of one (``bedrock-runtime.*.amazonaws.com``); ``asynchronous`` picks the kind
     for an inner transport that is both (``MockTransport``; sync by default). OpenTelemetry is on
     by default (the global providers unless given); ``telemetry=False`` turns it off, and a
     ``TelemetryHook`` in ``hooks`` replaces the default one."""

@@ -322,6 +322,26 @@ def run_demo(*, names: list[str] | None = None, time_scale: float = 0.02, shadow
     return (0 if ok else 1), result
 
 
+def _retries_cell(retries: list[dict[str, Any]], width: int) -> str:
+    """The retries of a turn in ``width`` characters: a run of the same reason once with its delays
+    (``rate_limited:4,4,4,4``); what does not fit is counted (``+2 more``), never cut mid-word."""
+    runs: list[tuple[str, list[str]]] = []
+    for r in retries:
+        delay = f"{r['delay_provider_s']:g}"
+        if runs and runs[-1][0] == r["reason"]:
+            runs[-1][1].append(delay)
+        else:
+            runs.append((r["reason"], [delay]))
+    parts = [f"{reason}:{','.join(delays)}" for reason, delays in runs]
+    if not parts:
+        return "-"
+    for shown in range(len(parts), 0, -1):
+        cell = ", ".join(parts[:shown]) + ("" if shown == len(parts) else f", +{len(parts) - shown} more")
+        if len(cell) <= width:
+            return cell
+    return f"{len(retries)} retries"
+
+
 def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict[str, Any] | None, ok: bool, out: Any) -> None:
     def p(*args: Any) -> None:
         print(*args, file=out)
@@ -332,10 +352,10 @@ def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict
     p(header)
     p("-" * len(header))
     for t in turns:
-        retries = ", ".join(f"{r['reason']}:{r['delay_provider_s']:g}" for r in t.retries) or "-"
+        retries = _retries_cell(t.retries, 44)
         prefix = "-" if t.truncation_prefix_bytes is None else str(t.truncation_prefix_bytes)
         p(f"{t.scenario:<20} {t.outcome + ('' if t.ok else ' (!)'):<25} {t.attempts:>3} {t.heartbeats:>4} {t.notices:>3} "
-          f"{retries[:44]:<44} {(t.stop_reason or '-'):<10} {prefix:>6}")
+          f"{retries:<44} {(t.stop_reason or '-'):<10} {prefix:>6}")
     p()
     a = accounting
     p(f"accounting: {a['turns']} turns, {a['agent_requests']} agent calls, {a['provider_attempts']} provider attempts, "
@@ -346,5 +366,13 @@ def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict
         p(f"telemetry: {telemetry['attempt_spans']} attempt spans {telemetry['attempt_outcomes']}; "
           f"span events {telemetry['span_events']}")
         p("counters: " + ", ".join(f"{k}={v:g}" for k, v in sorted(telemetry["counters"].items())))
+        events, counted = telemetry["span_events"].get("heartbeat", 0), telemetry["counters"].get("liveness.heartbeats", 0)
+        if events < counted:
+            from .telemetry.semconv import MAX_HEARTBEAT_EVENTS
+
+            p(f"  ({events} heartbeat span events for {counted:g} heartbeats: an attempt span records the first "
+              f"{MAX_HEARTBEAT_EVENTS} reads that carried heartbeats as events and counts the rest in "
+              "liveness.events.heartbeats_coalesced; the liveness.heartbeats counter and each span's "
+              "liveness.attempt.heartbeats are exact)")
     p()
     p("self-check: " + ("every turn behaved as the policy says" if ok else "SOME TURNS DID NOT BEHAVE AS EXPECTED"))

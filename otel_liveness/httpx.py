@@ -9,6 +9,13 @@
 
 from __future__ import annotations
 
+from ._extras import missing_extra
+
+try:
+    import httpx as _httpx  # noqa: F401 - the family must be importable
+except ModuleNotFoundError as exc:  # the extra that brings it, named in the error
+    raise missing_extra(exc, "httpx", "otel_liveness.httpx") from exc
+
 from ._public import WithTelemetry
 from .transport import family, liveness_transports
 

@@ -62,3 +62,28 @@ def test_cli_rejects_unknown_scenarios() -> None:
     proc = subprocess.run([sys.executable, "-m", "otel_liveness.cli", "demo", "--scenario", "nope"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "unknown scenario" in proc.stderr
+
+
+def test_the_retries_column_is_never_cut_mid_word() -> None:
+    from otel_liveness.demo import _retries_cell
+
+    storm = [{"reason": "rate_limited", "delay_provider_s": 4.0}] * 4
+    assert _retries_cell(storm, 44) == "rate_limited:4,4,4,4"
+    mixed = [{"reason": r, "delay_provider_s": d} for r, d in
+             [("read_error", 0.39), ("first_byte_timeout", 0.89), ("overloaded", 0.4), ("rate_limited", 4), ("overloaded", 1.5)]]
+    assert _retries_cell(mixed, 44) == "read_error:0.39, +4 more"
+    assert _retries_cell(mixed, 50) == "read_error:0.39, first_byte_timeout:0.89, +3 more"
+    assert _retries_cell([], 44) == "-"
+    assert _retries_cell(mixed, 10) == "5 retries"
+
+
+def test_the_heartbeat_events_cap_is_explained() -> None:
+    import io
+
+    from otel_liveness.demo import run_demo
+
+    buffer = io.StringIO()
+    status, _ = run_demo(names=["long_think"], time_scale=0.005, out=buffer)
+    out = buffer.getvalue()
+    assert status == 0
+    assert "16 heartbeat span events for 36 heartbeats: an attempt span records the first 16 reads" in out

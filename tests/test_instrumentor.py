@@ -18,6 +18,7 @@ from otel_liveness.telemetry import semconv as S
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
 
+from .conftest import FAST
 from .otlp_receiver import OTLPReceiver, attributes
 from .test_telemetry import Telemetry
 
@@ -56,7 +57,65 @@ def test_default_mode_is_shadow(tel) -> None:  # type: ignore[no-untyped-def]
     instrument(tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider)
     client = httpx2.AsyncClient()
     assert client._transport.policy.shadow is True
-    assert client._transport._hosts == frozenset({"api.anthropic.com", "api.openai.com", "openrouter.ai"})
+    hosts = client._transport._hosts  # every provider host by default (the three named ones among them)
+    assert all(h in hosts for h in ("api.anthropic.com", "api.openai.com", "openrouter.ai"))
+    assert "example.com" not in hosts
+
+
+@pytest.mark.parametrize(("host", "profile"), [
+    ("api.anthropic.com", "anthropic"),
+    ("us-east5-aiplatform.googleapis.com", "vertex"),
+    ("aiplatform.googleapis.com", "vertex"),
+    ("europe-west4-aiplatform.googleapis.com", "gemini"),
+    ("bedrock-runtime.us-east-1.amazonaws.com", "bedrock"),
+    ("bedrock-runtime-fips.us-gov-west-1.amazonaws.com", "bedrock"),
+    ("bedrock-runtime.cn-north-1.amazonaws.com.cn", "bedrock-converse"),
+    ("generativelanguage.googleapis.com", "gemini"),
+    ("api.openai.com", "openai-chat"),
+    ("API.OpenAI.com", "openai-responses"),
+    ("openrouter.ai", "openrouter"),
+])
+def test_default_hosts_cover_every_provider_profile(host: str, profile: str) -> None:
+    from otel_liveness.core.hosts import HostMatcher
+    from otel_liveness.core.providers import HOST_PATTERNS, PROFILES
+    from otel_liveness.telemetry.instrumentor import DEFAULT_HOSTS
+
+    assert set(HOST_PATTERNS) == set(PROFILES)  # a new profile must say where it is served from
+    assert host in HostMatcher(HOST_PATTERNS[profile])
+    assert host in HostMatcher(DEFAULT_HOSTS)
+
+
+@pytest.mark.parametrize("host", [
+    "bedrock-runtime.a.b.amazonaws.com",          # * never spans a dot
+    "bedrock.us-east-1.amazonaws.com",            # the control plane, not the runtime
+    "s3.us-east-1.amazonaws.com",
+    "evil-aiplatform.googleapis.com.example.com",
+    "api.anthropic.com.example.com",
+    "example.com", "127.0.0.1", "",
+])
+def test_default_hosts_leave_other_hosts_alone(host: str) -> None:
+    from otel_liveness.core.hosts import HostMatcher
+    from otel_liveness.telemetry.instrumentor import DEFAULT_HOSTS
+
+    assert host not in HostMatcher(DEFAULT_HOSTS)
+
+
+def test_hosts_from_the_environment_take_patterns(tel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OTEL_LIVENESS_HOSTS", " llm-*.internal.example , api.anthropic.com ")
+    instrument(tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider)
+    hosts = httpx2.Client()._transport._hosts
+    assert "llm-eu.internal.example" in hosts and "api.anthropic.com" in hosts
+    assert "api.openai.com" not in hosts and "llm-eu.x.internal.example" not in hosts
+
+
+def test_a_pattern_applies_the_policy_on_the_wire(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("pattern", [[s.Headers(), *anthropic_reply()[:1], s.Stall()], [s.Headers(), *anthropic_reply()]])
+    instrument(enforce=True, hosts=["127.0.0.*"], policy=FAST, tracer_provider=tel.tracer_provider,
+               meter_provider=tel.meter_provider)
+    with httpx2.Client() as client:
+        response = client.post(url + "/v1/messages", json={"model": "m", "stream": True})
+    assert response.status_code == 200 and provider.attempts("pattern") == 2  # judged and retried: the pattern matched
+    assert len(tel.attempts()) == 2
 
 
 SCRIPT = textwrap.dedent(
@@ -108,3 +167,11 @@ def test_opentelemetry_instrument_exports_attempt_spans_and_metrics(provider, tm
     assert provider.attempts("cli") == 2
     exported = "".join(str(m) for m in receiver.received["/v1/traces"] + receiver.received["/v1/metrics"])
     assert "PLANTED" not in exported
+
+
+def test_the_default_hosts_are_documented() -> None:
+    from otel_liveness.telemetry.instrumentor import DEFAULT_HOSTS
+
+    configuration = (ROOT / "docs" / "configuration.md").read_text()
+    row = next(line for line in configuration.splitlines() if line.startswith("| `OTEL_LIVENESS_HOSTS`"))
+    assert [host for host in DEFAULT_HOSTS if f"`{host}`" not in row] == []

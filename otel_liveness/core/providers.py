@@ -47,6 +47,7 @@ from .outcome import FrameKind
 from .sse import COMMENT, Frame, parse_block
 
 __all__ = [
+    "HOST_PATTERNS",
     "PROFILES",
     "AnthropicProfile",
     "BedrockConverseProfile",
@@ -576,6 +577,23 @@ PROFILES: dict[str, ProviderProfile] = {
     p.name: p
     for p in (AnthropicProfile(), VertexAnthropicProfile(), BedrockProfile(), BedrockConverseProfile(),
               OpenAIChatProfile(), OpenAIResponsesProfile(), OpenRouterProfile(), GeminiProfile(), GenericSSEProfile())
+}
+
+#: The hosts each wire is served from, as patterns (``*``: one DNS label or part of one, see
+#: :mod:`otel_liveness.core.hosts`): what auto-instrumentation covers by default. The generic
+#: ``sse`` profile has no host of its own.
+HOST_PATTERNS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("api.anthropic.com",),
+    "vertex": ("aiplatform.googleapis.com", "*-aiplatform.googleapis.com"),
+    "bedrock": ("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com",
+                "bedrock-runtime.*.amazonaws.com.cn"),
+    "bedrock-converse": ("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com",
+                         "bedrock-runtime.*.amazonaws.com.cn"),
+    "openai-chat": ("api.openai.com",),
+    "openai-responses": ("api.openai.com",),
+    "openrouter": ("openrouter.ai",),
+    "gemini": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com", "*-aiplatform.googleapis.com"),
+    "sse": (),
 }
 
 #: Paths that stream whatever the request's headers say (Bedrock, Vertex and Gemini requests carry

@@ -31,15 +31,23 @@ def with_telemetry(hooks: Iterable[Callable[[Any], None]], telemetry: bool = Tru
 def instrument(**kwargs: Any) -> Any:
     """Instrument every httpx/httpx2 client created from now on (and wrap their transports for
     provider hosts). ``enforce=True`` enforces the policy; the default is shadow (observe only).
-    Other keywords: ``policy``, ``hosts``, ``tracer_provider``, ``meter_provider``."""
-    from .instrumentor import LivenessInstrumentor
-
-    instrumentor = LivenessInstrumentor()
+    Other keywords: ``policy``, ``hosts``, ``tracer_provider``, ``meter_provider``, ``hooks``."""
+    instrumentor = _instrumentor_class()()
     instrumentor.instrument(**kwargs)
     return instrumentor
 
 
 def uninstrument() -> None:
-    from .instrumentor import LivenessInstrumentor
+    _instrumentor_class()().uninstrument()
 
-    LivenessInstrumentor().uninstrument()
+
+def _instrumentor_class() -> Any:
+    """The instrumentor class; its dependency (opentelemetry-instrumentation) comes with the
+    ``instrument`` extra, named in the error when it is missing."""
+    try:
+        from .instrumentor import LivenessInstrumentor
+    except ModuleNotFoundError as exc:
+        from .._extras import missing_extra
+
+        raise missing_extra(exc, "instrument", "otel_liveness.telemetry.instrument()") from exc
+    return LivenessInstrumentor

@@ -124,8 +124,8 @@ class TelemetryHook:
     emits_telemetry = True
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *, logs: bool = True) -> None:
-        self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider)
-        meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider)
+        self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider, schema_url=S.SCHEMA_URL)
+        meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider, schema_url=S.SCHEMA_URL)
         self._logs = logs
         # Shared by every request (and thread) of the transports using this hook: one lock guards
         # the map from a request's report to its state (each state is then its request's own).

@@ -36,7 +36,7 @@ class _Counting:
 
     def bind(self, meter_provider: Any) -> None:
         """Count failures on ``meter_provider`` (the global one when ``None``)."""
-        meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider)
+        meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider, schema_url=S.SCHEMA_URL)
         self._counter = meter.create_counter(S.M_EXPORT_FAILURES[0], unit=S.M_EXPORT_FAILURES[1],
                                              description=S.M_EXPORT_FAILURES[2])
 

@@ -10,8 +10,9 @@ Environment (read at ``instrument()``):
 
 =====================================  ============================================================
 ``OTEL_LIVENESS_MODE``                 ``shadow`` (default) or ``enforce``
-``OTEL_LIVENESS_HOSTS``                comma-separated provider hosts (default: api.anthropic.com,
-                                       api.openai.com, openrouter.ai)
+``OTEL_LIVENESS_HOSTS``                comma-separated provider hosts or host patterns (``*`` is one
+                                       DNS label or part of one), replacing the default: every host
+                                       the provider profiles know (:data:`DEFAULT_HOSTS`)
 ``OTEL_LIVENESS_<POLICY FIELD>``       any :class:`~otel_liveness.Policy` field, e.g.
                                        ``OTEL_LIVENESS_RAW_IDLE_TIMEOUT=45``
 =====================================  ============================================================
@@ -31,6 +32,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 
 from ..core.errors import InvalidPolicy
 from ..core.policy import Policy
+from ..core.providers import HOST_PATTERNS
 from ..transport import family_of, installed_modules, is_liveness_transport, liveness_transports
 from ._hook import TelemetryHook
 
@@ -38,11 +40,15 @@ __all__ = ["DEFAULT_HOSTS", "LivenessInstrumentor"]
 
 log = logging.getLogger("otel_liveness")
 
-DEFAULT_HOSTS = ("api.anthropic.com", "api.openai.com", "openrouter.ai")
+#: Every host the provider profiles are served from (``core.providers.HOST_PATTERNS``): Anthropic,
+#: Vertex AI (global and regional), Bedrock (regional, FIPS, China), OpenAI, OpenRouter, Gemini.
+DEFAULT_HOSTS: tuple[str, ...] = tuple(dict.fromkeys(p for patterns in HOST_PATTERNS.values() for p in patterns))
+
 
 class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base is untyped (Any)
     """Instrument httpx and httpx2 clients. ``instrument(enforce=False, policy=None, hosts=None,
-    tracer_provider=None, meter_provider=None)``; ``uninstrument()`` restores every patched class
+    tracer_provider=None, meter_provider=None, hooks=())`` (``hooks``: more hooks beside the
+    telemetry one, each receiving every event of every wrapped client); ``uninstrument()`` restores every patched class
     and unwraps every client it wrapped."""
 
     _originals: dict[Any, Any]
@@ -65,6 +71,7 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
             raw = environ.get("OTEL_LIVENESS_HOSTS", "")
             hosts = [h.strip() for h in raw.split(",") if h.strip()] or list(DEFAULT_HOSTS)
         hook = TelemetryHook(kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+        extra_hooks = list(kwargs.get("hooks") or ())
         self._originals = {}
         self._clients = weakref.WeakSet()
         clients = self._clients
@@ -85,9 +92,14 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
                 return transport
             # The transport layer's class with this instrumentor's own telemetry hook (the public
             # classes, a layer above, would add the same default hook: one is there already).
-            return liveness_transports(family)[1 if is_async else 0](transport, policy, hooks=[hook], hosts=hosts)
+            cls = liveness_transports(family)[1 if is_async else 0]
+            return cls(transport, policy, hooks=[hook, *extra_hooks], hosts=hosts)
 
-        for module in installed_modules():
+        modules = installed_modules()
+        if not modules:
+            log.warning("otel-liveness found neither httpx2 nor httpx: nothing to instrument "
+                        "(pip install 'otel-liveness[anthropic]', '[openai]', '[httpx2]' or '[httpx]')")
+        for module in modules:
             for cls in (module.Client, module.AsyncClient):
                 original = cls.__init__
                 self._originals[cls] = original

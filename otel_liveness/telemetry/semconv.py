@@ -10,6 +10,10 @@ from typing import Final
 
 # -- instrumentation scope ---------------------------------------------------------------------------
 SCOPE: Final = "otel_liveness"
+#: The semantic-conventions version the reused names (``gen_ai.*``, ``http.*``, ``server.*``,
+#: ``error.type``) follow, set on the tracer and the meter (OpenTelemetry's convention for
+#: instrumentation libraries) so a backend can translate them when the conventions move on.
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.40.0"
 
 # -- reused conventions (attributes) ---------------------------------------------------------------
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"

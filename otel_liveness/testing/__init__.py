@@ -1,5 +1,8 @@
-"""A simulated LLM provider: a real loopback HTTP/1.1 server speaking the Anthropic Messages SSE
-wire format (and OpenAI Chat Completions), driven by scripted, time-scaled scenarios; with
+"""A simulated LLM provider: a real loopback HTTP/1.1 server speaking every wire the transport
+judges -- Anthropic Messages SSE (also as served by Vertex AI), AWS Bedrock's binary event stream
+(``invoke-with-response-stream`` and ``converse-stream``), OpenAI Chat Completions and Responses,
+OpenRouter and Gemini -- driven by scripted, time-scaled scenarios (builders for each wire in
+:mod:`otel_liveness.testing.scripts`); with
 ``http2=True``, HTTP/2 (h2c, or HTTPS with ALPN ``h2`` given an ``ssl_context``), every request a
 stream of a shared connection.
 

@@ -18,6 +18,7 @@ __all__ = [
     "PING",
     "anthropic_error",
     "anthropic_reply",
+    "anthropic_status",
     "bedrock_converse_reply",
     "bedrock_reply",
     "bedrock_status",

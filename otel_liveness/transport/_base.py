@@ -15,6 +15,7 @@ from typing import Any
 from ..core.commands import Command, Fail, Reraise, Respond, Send
 from ..core.engine import Engine, IOFailure
 from ..core.events import Event, Hook, SendsInContext
+from ..core.hosts import HostMatcher
 from ..core.memory import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
 from ..core.providers import select_provider, streams_by_url
@@ -57,7 +58,7 @@ class TransportBase:
         # the current tuple without locking); the two memories lock every operation themselves.
         self._lock = threading.Lock()
         self._hooks: tuple[Callable[[Any], None], ...] = tuple(hooks)
-        self._hosts = None if hosts is None else frozenset(h.lower() for h in hosts)
+        self._hosts = None if hosts is None else HostMatcher(hosts)  # names and patterns (core.hosts)
         self._exhausted: ExhaustedCache[Fail] = ExhaustedCache(lock=threading.Lock())
         self._cadence = CadenceMemory(lock=threading.Lock())
         self._install_wakeups(inner)

@@ -1,4 +1,4 @@
-"""The two HTTP library families (httpx 0.28 and httpx2 2.x): detection, typed errors that are
+"""The two HTTP library families (httpx 0.28/0.29 and httpx2 2.x): detection, typed errors that are
 also the family's own exceptions, and a default inner transport with the SDKs' TCP keep-alives."""
 
 from __future__ import annotations

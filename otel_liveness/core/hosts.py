@@ -1,0 +1,52 @@
+"""Which requests the liveness policy applies to: host names and host patterns.
+
+A pattern is a host name in which ``*`` stands for one DNS label or part of one (it never spans a
+dot): ``bedrock-runtime.*.amazonaws.com`` matches ``bedrock-runtime.us-east-1.amazonaws.com``
+but not ``bedrock-runtime.a.b.amazonaws.com``; ``*-aiplatform.googleapis.com`` matches
+``us-east5-aiplatform.googleapis.com``. Matching is case-insensitive; a name without ``*`` is
+compared exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["HostMatcher"]
+
+_LABEL_PART = "[a-z0-9_-]+"
+
+
+class HostMatcher:
+    """``host in matcher``: whether a request's host is one of ``patterns``."""
+
+    __slots__ = ("_exact", "_patterns", "_regex")
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        names = [p.strip().lower().rstrip(".") for p in patterns if p and p.strip()]
+        self._patterns = tuple(dict.fromkeys(names))
+        self._exact = frozenset(n for n in self._patterns if "*" not in n)
+        wild = [n for n in self._patterns if "*" in n]
+        self._regex = (re.compile("|".join(_LABEL_PART.join(map(re.escape, n.split("*"))) for n in wild))
+                       if wild else None)
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        return self._patterns
+
+    def __contains__(self, host: object) -> bool:
+        if not isinstance(host, str):
+            return False
+        host = host.lower().rstrip(".")
+        return host in self._exact or (self._regex is not None and self._regex.fullmatch(host) is not None)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HostMatcher):
+            return set(self._patterns) == set(other._patterns)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._patterns))
+
+    def __repr__(self) -> str:
+        return f"HostMatcher({list(self._patterns)!r})"
