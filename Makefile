@@ -12,7 +12,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: install demo test test-pure test-under-load mutate lint bench clean system-deps collector preview dashboards
+.PHONY: install demo test test-pure test-under-load mutate lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -26,6 +26,11 @@ system-deps:
 # The collector distribution (ocb), cached by the manifest's hash.
 collector:
 	collector/build.sh >/dev/null
+
+# The scaled-out store (Thanos v0.42: Receive, Query, Ruler) for its end-to-end test
+# (tests/test_store_e2e.py), built with Go from the module proxy, cached by version.
+store:
+	collector/store/build-thanos.sh >/dev/null
 
 $(STAMP): $(BUILD_INPUTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,14 +53,14 @@ lint: install
 # run (subprocesses included) and its floor enforced (pyproject.toml [tool.coverage.report]);
 # COV_ARGS= runs without it (e.g. with a PYTEST_ARGS selection).
 COV_ARGS ?= --cov --cov-report=term
-test: install system-deps collector lint
+test: install system-deps collector store lint
 	rm -f .coverage .coverage.*
 	$(BIN)/python -m pytest -q $(COV_ARGS) $(PYTEST_ARGS); status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 # The same suite on the pure-Python steady lane and bulk scanner (what an install without a C
 # compiler runs): OTEL_LIVENESS_PURE=1 selects them whatever is built.
-test-pure: install system-deps collector lint
+test-pure: install system-deps collector store lint
 	OTEL_LIVENESS_PURE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS); status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
