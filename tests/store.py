@@ -9,15 +9,17 @@ import json
 import os
 import pathlib
 import subprocess
+import time
 import urllib.parse
 import urllib.request
 from typing import Any
 
 from .stack import ROOT, Prometheus, free_port, terminate, wait_http
 
-#: Labels the store adds that a single Prometheus does not: Receive's tenant and replica labels and
-#: the Ruler's replica label (Query removes the replica labels; the tenant label stays).
-STORE_LABELS = ("tenant_id", "receive_replica", "ruler_replica")
+#: Labels the store adds that a single Prometheus does not: Receive's tenant and replica labels, and
+#: the Ruler's external labels on what it records (Query removes the replica labels; the tenant
+#: label and runbook_base_url stay -- Prometheus keeps external labels off its own queries).
+STORE_LABELS = ("tenant_id", "receive_replica", "ruler_replica", "runbook_base_url")
 
 
 class StoreUnavailable(RuntimeError):
@@ -53,7 +55,8 @@ class Thanos(Prometheus):
         self.eval_interval = eval_interval
         self.alertmanager = alertmanager
         self.runbook_base_url = runbook_base_url
-        self.receive_ports = [{"grpc": free_port(), "http": free_port(), "write": free_port()} for _ in range(receivers)]
+        self.receive_ports = [{"grpc": free_port(), "http": free_port(), "write": free_port(), "capnp": free_port()}
+                              for _ in range(receivers)]
         self.query_ports = {"grpc": free_port(), "http": free_port()}
         self.rule_ports = {"grpc": free_port(), "http": free_port()}
         self.port = self.query_ports["http"]  # Prometheus's query helpers talk to Query
@@ -70,11 +73,15 @@ class Thanos(Prometheus):
 
     def _spawn(self, name: str, args: list[str], http_port: int) -> None:
         log = self.dir / f"{name}.log"
-        self.procs[name] = subprocess.Popen([self.binary, *args], stdout=log.open("ab"), stderr=subprocess.STDOUT)
-        try:
-            wait_http(f"http://127.0.0.1:{http_port}/-/ready", timeout=60)
-        except TimeoutError:
-            raise RuntimeError(f"thanos {name} did not start:\n" + log.read_text()[-3000:]) from None
+        proc = self.procs[name] = subprocess.Popen([self.binary, *args], stdout=log.open("ab"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                wait_http(f"http://127.0.0.1:{http_port}/-/ready", timeout=1)
+                return
+            except TimeoutError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"thanos {name} did not start:\n" + log.read_text()[-3000:]) from None
 
     def start(self) -> Thanos:
         try:
@@ -83,6 +90,7 @@ class Thanos(Prometheus):
                     "receive", f"--tsdb.path={self.dir / f'receive-{i}'}", "--tsdb.retention=1d",
                     f"--grpc-address=127.0.0.1:{ports['grpc']}", f"--http-address=127.0.0.1:{ports['http']}",
                     f"--remote-write.address=127.0.0.1:{ports['write']}",
+                    f"--receive.capnproto-address=127.0.0.1:{ports['capnp']}",
                     f"--receive.local-endpoint=127.0.0.1:{ports['grpc']}",
                     f"--receive.hashrings-file={self.hashring}", "--receive.replication-factor=1",
                     f'--label=receive_replica="{i}"', "--log.level=warn"], ports["http"])
@@ -106,10 +114,30 @@ class Thanos(Prometheus):
                 "--query.promql-engine=prometheus", "--endpoint.info-timeout=2s", "--log.level=warn"],
                 self.query_ports["http"])
             self._spawn("rule", rule_args, self.rule_ports["http"])
+            self._wait_endpoints(len(self.receive_ports) + 1)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _wait_endpoints(self, n: int, timeout: float = 60.0) -> None:
+        """Query discovers its endpoints asynchronously: wait until it has them all, healthy."""
+        deadline = time.monotonic() + timeout
+        healthy = 0
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/stores", timeout=5) as response:
+                    stores = json.load(response)["data"]
+                healthy = sum(1 for group in stores.values() for s in group if not s.get("lastError"))
+                if healthy >= n:
+                    return
+            except OSError:
+                pass
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"thanos {name} exited:\n" + (self.dir / f"{name}.log").read_text()[-3000:])
+            time.sleep(0.5)
+        raise RuntimeError(f"Thanos Query sees {healthy} of {n} endpoints after {timeout}s")
 
     def stop(self) -> None:
         for proc in reversed(list(self.procs.values())):
@@ -136,11 +164,11 @@ class Thanos(Prometheus):
         return result
 
     def rule_alerts(self) -> list[dict[str, Any]]:
-        """The Ruler's own view of its alerts (state, labels, annotations)."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.rule_ports['http']}/api/v1/alerts", timeout=10) as response:
+        """The Ruler's own view of its alerts (state, labels, annotations), from its rules API."""
+        url = f"http://127.0.0.1:{self.rule_ports['http']}/api/v1/rules?type=alert"
+        with urllib.request.urlopen(url, timeout=10) as response:
             body = json.load(response)
-        alerts: list[dict[str, Any]] = body["data"]["alerts"]
-        return alerts
+        return [alert for group in body["data"]["groups"] for rule in group["rules"] for alert in rule.get("alerts", [])]
 
     def series_per_receive(self) -> list[int]:
         """Head series of each Receive node (how the hashring spread them)."""
