@@ -5,6 +5,7 @@
 #   make test-under-load -- the timing-heavy tests, 5 runs, with every core held by a busy loop
 #   make mutate -- the mutation pass over the core (cosmic-ray; about an hour)
 #   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
+#   make bench-fleet, make fleet-overload -- fleet capacity, overload and gateway death (minutes each)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -89,6 +90,19 @@ bench: install
 	$(BIN)/python -m benchmarks.bench_memory || status=1; \
 	$(BIN)/python -m benchmarks.bench_flood || status=1; \
 	exit $$status
+
+# Fleet capacity (docs/operations.md, "Fleet scale"): a load generator replaying the library's own
+# telemetry as 1,000 agents -> an agent collector -> a one-core gateway, in steps of offered load;
+# reports attempts/s sustained per gateway core, CPU, RSS, series, and the delays to Prometheus and
+# to a firing RawIdleStorm. About 5 minutes; not part of make test. BENCH_FLEET_ARGS adds options.
+bench-fleet: install system-deps collector
+	$(BIN)/python -m benchmarks.bench_fleet --rates 1000,2000,3000,4000,5000,6000,8000 --step 20 $(BENCH_FLEET_ARGS)
+
+# Overload and gateway death (tests/test_fleet_overload.py): a gateway at twice its capacity and a
+# gateway killed at the sized load, with the collector-health alerts. Saturates both cores for
+# about two minutes, so not part of make test.
+fleet-overload: install system-deps collector
+	OTEL_LIVENESS_FLEET_OVERLOAD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_fleet_overload.py $(PYTEST_ARGS)
 
 # Regenerate dashboards/provider-liveness.json from dashboards/panels.py (Grafana Foundation SDK).
 dashboards: install

@@ -15,8 +15,8 @@ and every span (span metrics) within --drain seconds, with nothing refused or dr
 step is sustained if that took at most --drain-ok seconds (15: one span-metrics flush; more means a
 backlog built up). Reported per step: attempts/s with their spans, span events and metric points;
 the gateway's CPU (cores) and peak RSS; the agent's CPU; the drain time. Then, at the highest
-sustained rate: active series for the --agents agents, the delay from an attempt to its sample in
-Prometheus (shipped 15 s scrape, and 1 s), and from a raw-idle storm's start to a firing
+sustained rate, and at the sized load (half of it): active series for the --agents agents, the
+delay from an attempt to its sample in Prometheus (shipped 15 s scrape, and 1 s), and from a raw-idle storm's start to a firing
 RawIdleStorm (rules scaled 30x; --shipped-storm also with the shipped rules: up to 15 minutes).
 
     python -m benchmarks.bench_fleet [--rates 250,500,1000,2000,4000] [--step 20] [--agents 1000]
@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--services", type=int, default=10)
     parser.add_argument("--cores", type=int, default=1, help="GOMAXPROCS of the gateway")
     parser.add_argument("--probes", type=int, default=3)
+    parser.add_argument("--sized", type=float, help="attempts/s for the delay runs (default: half the sustained rate)")
     parser.add_argument("--shipped-storm", action="store_true", help="also time RawIdleStorm with the shipped rules")
     parser.add_argument("--json", type=pathlib.Path)
     args = parser.parse_args(argv)
@@ -215,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
             per_core = best["attempts_per_s"] / max(best["gateway_cores"], 1e-9)
             report["attempts_per_gateway_core_second"] = round(per_core, 1)
         report["series"] = series(gw, fast)
-        sized = (best or steps[0])["offered_attempts_per_s"] * 0.8
+        # The sized load: half of what one core sustained (the headroom docs/operations.md sizes with).
+        sized = args.sized or (best or steps[0])["offered_attempts_per_s"] * 0.5
         report["delays_at_attempts_per_s"] = sized
         load = Load(template, [ag.otlp_http], rate=sized, agents=args.agents, services=args.services).start()
         try:

@@ -188,3 +188,35 @@ def test_dashboard_queries_return_the_same_values_as_on_prometheus(shape: Scaled
     assert vector(prom, by_outcome, time.time()) == vector(thanos, by_outcome, time.time())
     print(f"\n{len(compared)} dashboard queries, {len(report)} values: largest relative difference "
           f"{max(report):.4f}, median {sorted(report)[len(report) // 2]:.4f}; {sent} attempts counted exactly in both")
+
+
+def test_compose_scaled_out_profile_matches_the_store_configs() -> None:
+    """docker-compose.yml's scaled-out profile: the Thanos release the tests build, the hashring the
+    Receive nodes announce, the gateway overlay writing to a Receive node, the shipped rules."""
+    import yaml
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    services = yaml.safe_load((root / "docker-compose.yml").read_text())["services"]
+    script = (root / "collector" / "store" / "build-thanos.sh").read_text()
+    version = re.search(r'THANOS_VERSION:-(v[0-9.]+)', script).group(1)  # type: ignore[union-attr]
+    thanos = {name: s for name, s in services.items() if name.startswith("thanos-")}
+    assert set(thanos) == {"thanos-receive-0", "thanos-receive-1", "thanos-query", "thanos-rule"}
+    assert all(s["image"] == f"quay.io/thanos/thanos:{version}" and s["profiles"] == ["scaled-out"]
+               for s in thanos.values())
+    ring = json.loads((root / "collector" / "store" / "hashring.json").read_text())[0]["endpoints"]
+    local = [next(a.split("=", 1)[1] for a in services[f"thanos-receive-{i}"]["command"]
+                  if a.startswith("--receive.local-endpoint=")) for i in range(2)]
+    assert ring == local
+    query_endpoints = [a.split("=", 1)[1] for a in services["thanos-query"]["command"] if a.startswith("--endpoint=")]
+    assert set(query_endpoints) == {*ring, "thanos-rule:10901"}
+    gw = services["otelcol-scaled"]
+    assert gw["command"] == ["--config=/etc/otelcol/config.yaml", "--config=/etc/otelcol/gateway-remote-write.yaml"]
+    assert gw["environment"]["OTELCOL_GATEWAY_INSTANCE"]
+    host, port = gw["environment"]["OTELCOL_REMOTE_WRITE_URL"].split("//", 1)[1].split("/", 1)[0].split(":")
+    assert host in thanos and f"--remote-write.address=0.0.0.0:{port}" in thanos[host]["command"]
+    rule = services["thanos-rule"]
+    assert "./collector/rules/liveness.rules.yml:/etc/thanos/rules/liveness.rules.yml:ro" in rule["volumes"]
+    assert "--query=http://thanos-query:10902" in rule["command"]
+    assert "--alertmanagers.url=http://alertmanager:9093" in rule["command"]
+    prom = yaml.safe_load((root / "collector" / "prometheus.yml").read_text())
+    assert f'--label=runbook_base_url="{prom["global"]["external_labels"]["runbook_base_url"]}"' in rule["command"]
