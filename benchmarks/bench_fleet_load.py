@@ -148,41 +148,59 @@ class Truth:
     failed_trace_posts: int = 0
     failed_metric_posts: int = 0
     failed_units: int = 0
+    uncertain_units: int = 0  # sent, never answered: the pipeline may or may not have them
+    uncertain_attempts: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"units": self.units, "attempts": dict(self.attempts), "attempt_total": sum(self.attempts.values()),
                 "spans": self.spans, "events": self.events, "points": self.points,
                 "failed_trace_posts": self.failed_trace_posts, "failed_metric_posts": self.failed_metric_posts,
-                "failed_units": self.failed_units}
+                "failed_units": self.failed_units, "uncertain_units": self.uncertain_units,
+                "uncertain_attempts": self.uncertain_attempts}
 
 
 class Sender:
     """Posts OTLP/HTTP protobuf to one collector over a keep-alive connection."""
 
-    def __init__(self, otlp: str, timeout: float = 10.0) -> None:
+    def __init__(self, otlp: str, timeout: float = 30.0) -> None:
         parsed = urllib.parse.urlsplit(otlp)
         self.host, self.port = parsed.hostname or "127.0.0.1", parsed.port or 4318
         self.timeout = timeout
         self.conn: http.client.HTTPConnection | None = None
 
-    def post(self, path: str, body: bytes) -> bool:
-        for _ in range(2):  # one reconnect: a keep-alive connection the server closed
+    def post(self, path: str, body: bytes) -> bool | None:
+        """True: accepted; False: refused or never sent; None: sent, then no answer (timed out or
+        the connection dropped) -- the collector may or may not have it. Never re-sent then: a
+        retry of a request the collector did take would count it twice."""
+        for _ in range(2):
+            reused = self.conn is not None
             try:
                 if self.conn is None:
                     self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
                 self.conn.request("POST", path, body=body, headers={"content-type": "application/x-protobuf"})
+            except (OSError, http.client.HTTPException):
+                self.close()
+                if reused:
+                    continue  # a keep-alive connection the server had closed: nothing was read
+                return False
+            try:
                 response = self.conn.getresponse()
                 response.read()
                 return 200 <= response.status < 300
+            except http.client.RemoteDisconnected:
+                self.close()
+                if reused:
+                    continue  # closed while idle, before reading the request
+                return None
             except (OSError, http.client.HTTPException):
-                if self.conn is not None:
-                    self.conn.close()
-                self.conn = None
+                self.close()
+                return None
         return False
 
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
+        self.conn = None
 
 
 class Load:
@@ -282,6 +300,9 @@ class Load:
                         self.truth.points += tpl.points * len(units)
                         for outcome, n in tpl.attempts.items():
                             self.truth.attempts[outcome] += n * len(units)
+                    elif ok_metrics is None:
+                        self.truth.uncertain_units += len(units)
+                        self.truth.uncertain_attempts += tpl.attempt_count * len(units)
                     else:
                         self.truth.failed_metric_posts += 1
                         self.truth.failed_units += len(units)
