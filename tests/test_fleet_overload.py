@@ -110,10 +110,13 @@ def test_a_gateway_at_twice_its_capacity_refuses_before_it_dies(tmp: pathlib.Pat
             # answer its scrapes, which is what a saturated gateway does -- Prometheus's own view of
             # it (CollectorScrapesFailing), or the agents' side (CollectorDeliveryGap; the agent's
             # bounded queue rejecting: CollectorExportFailures).
-            while time.monotonic() - t0 < 200 and not alert:
+            refused = 0.0
+            while time.monotonic() - t0 < 200 and not (alert and refused):
                 assert gw.proc is not None and gw.proc.poll() is None, "the gateway died"
-                alert = [a for name in LOUD for a in firing(prom, name)]
-                if alert:  # the summaries as Prometheus renders them, while the alert fires
+                refused = sum(metric_sum(gw.self_metrics, f"otelcol_receiver_refused_{k}")
+                              for k in ("spans", "metric_points"))
+                alert = alert or [a for name in LOUD for a in firing(prom, name)]
+                if alert and not rule_alerts:  # the summaries as Prometheus renders them, while the alert fires
                     rule_alerts = [a for a in _rule_alerts(prom) if a["labels"]["alertname"] in LOUD
                                    and a["state"] == "firing"]
                 time.sleep(1)
@@ -191,7 +194,11 @@ def test_loss_per_gateway_death_at_the_sized_load(tmp: pathlib.Path, sink: NullS
     try:
         gws = [gateway(binary, tmp, f"gateway-{i}", sink.url, cores=1, env=SHIPPED_GATEWAY).start() for i in range(2)]
         started.extend(gws)
-        ag = agent(binary, tmp, "agent", gws, env={"OTELCOL_EXPORT_RETRY_MAX": "300s"}).start()
+        # One agent carries the whole fleet here: its per-gateway queue must hold a dead gateway's
+        # whole share (about 1.4 MB/s of OTLP at this rate) for the outage, as a node's agent with
+        # its node's share does with the default 64 MiB.
+        ag = agent(binary, tmp, "agent", gws, env={"OTELCOL_EXPORT_RETRY_MAX": "300s",
+                                                   "OTELCOL_EXPORT_QUEUE_BYTES": str(512 << 20)}).start()
         started.append(ag)
         (tmp / "p2").mkdir()
         prom = Prometheus(tmp / "p2", [g.prom_target for g in gws], scaled_rules(tmp / "p2", 30),
@@ -205,8 +212,15 @@ def test_loss_per_gateway_death_at_the_sized_load(tmp: pathlib.Path, sink: NullS
             victim = gws[1]
             before_kill = time.time()
             victim.kill()
+            killed = time.monotonic()
             time.sleep(DEATH_SECONDS)
-            down = firing(prom, "CollectorDown", instance=victim.self_target)
+            # With 15 s scrapes and evaluations, CollectorDown (for: 4 s scaled) fires 15-45 s after
+            # the death: keep the gateway down until it does (at most 75 s).
+            down = []
+            while not down and time.monotonic() - killed < 75:
+                down = firing(prom, "CollectorDown", instance=victim.self_target)
+                time.sleep(1)
+            downtime = time.monotonic() - killed
             restarted = FleetCollector(binary, victim.log.parent, config=victim.config, name=victim.name,
                                        ports=victim.ports, env=victim.env)
             gws[1] = restarted.start()
@@ -237,7 +251,7 @@ def test_loss_per_gateway_death_at_the_sized_load(tmp: pathlib.Path, sink: NullS
         assert truth.failed_units == 0  # the agent took everything from the apps meanwhile
         print(f"\ngateway death at {rate:.0f} attempts/s (2 gateways): {sent} attempts sent, {counted:.0f} counted; "
               f"lost {lost:.0f} = {lost / rate:.1f} s of the fleet's traffic ({100 * lost / sent:.2f} % of the run); "
-              f"down {DEATH_SECONDS:.0f}s, scrape interval {DEATH_SCRAPE}; counts settled {settled:.0f}s after the load "
+              f"down {downtime:.0f}s, scrape interval {DEATH_SCRAPE}; counts settled {settled:.0f}s after the load "
               f"stopped; CollectorDown firing while down: {bool(down)}")
         # The victim's share (half the load) since its last scrape, and its batch: at most one scrape
         # interval plus the 2 s batch timeout of half the traffic.
