@@ -8,6 +8,7 @@
 #   make sanitize -- the C extensions under ASan+UBSan: the C-vs-reference property tests and a
 #                 bounded fuzz run against them (scripts/sanitize.sh; a few minutes; not in make test)
 #   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
+#   make bench-fleet, make fleet-overload -- fleet capacity, overload and gateway death (minutes each)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -15,7 +16,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: install demo tune-demo test test-pure test-under-load mutate sanitize lint bench clean system-deps collector preview dashboards
+.PHONY: install demo tune-demo test test-pure test-under-load mutate sanitize lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -29,6 +30,11 @@ system-deps:
 # The collector distribution (ocb), cached by the manifest's hash.
 collector:
 	collector/build.sh >/dev/null
+
+# The scaled-out store (Thanos v0.42: Receive, Query, Ruler) for its end-to-end test
+# (tests/test_store_e2e.py), built with Go from the module proxy, cached by version.
+store:
+	collector/store/build-thanos.sh >/dev/null
 
 $(STAMP): $(BUILD_INPUTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,14 +60,14 @@ lint: install
 # run (subprocesses included) and its floor enforced (pyproject.toml [tool.coverage.report]);
 # COV_ARGS= runs without it (e.g. with a PYTEST_ARGS selection).
 COV_ARGS ?= --cov --cov-report=term
-test: install system-deps collector lint
+test: install system-deps collector store lint
 	rm -f .coverage .coverage.*
 	$(BIN)/python -m pytest -q $(COV_ARGS) $(PYTEST_ARGS); status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 # The same suite on the pure-Python steady lane and bulk scanner (what an install without a C
 # compiler runs): OTEL_LIVENESS_PURE=1 selects them whatever is built.
-test-pure: install system-deps collector lint
+test-pure: install system-deps collector store lint
 	OTEL_LIVENESS_PURE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS); status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
@@ -90,15 +96,29 @@ sanitize: install
 	scripts/sanitize.sh $(BIN)/python
 
 # Every figure of the README's table; each benchmark exits non-zero when its target is missed,
-# and all of them run regardless.
+# and all of them run regardless. The transport's whole-stream figures (the figures of record)
+# come first.
 bench: install
 	status=0; \
-	$(BIN)/python -m benchmarks.bench_scanner || status=1; \
-	$(BIN)/python -m benchmarks.bench_eventstream || status=1; \
 	$(BIN)/python -m benchmarks.bench_transport --batch 1,64 || status=1; \
 	$(BIN)/python -m benchmarks.bench_memory || status=1; \
+	$(BIN)/python -m benchmarks.bench_scanner || status=1; \
+	$(BIN)/python -m benchmarks.bench_eventstream || status=1; \
 	$(BIN)/python -m benchmarks.bench_flood || status=1; \
 	exit $$status
+
+# Fleet capacity (docs/operations.md, "Fleet scale"): a load generator replaying the library's own
+# telemetry as 1,000 agents -> an agent collector -> a one-core gateway, in steps of offered load;
+# reports attempts/s sustained per gateway core, CPU, RSS, series, and the delays to Prometheus and
+# to a firing RawIdleStorm. About 5 minutes; not part of make test. BENCH_FLEET_ARGS adds options.
+bench-fleet: install system-deps collector
+	$(BIN)/python -m benchmarks.bench_fleet --rates 1000,2000,3000,4000,5000,6000,8000 --step 20 $(BENCH_FLEET_ARGS)
+
+# Overload and gateway death (tests/test_fleet_overload.py): a gateway at twice its capacity and a
+# gateway killed at the sized load, with the collector-health alerts. Saturates both cores for
+# about two minutes, so not part of make test.
+fleet-overload: install system-deps collector
+	OTEL_LIVENESS_FLEET_OVERLOAD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_fleet_overload.py $(PYTEST_ARGS)
 
 # Regenerate dashboards/provider-liveness.json from dashboards/panels.py (Grafana Foundation SDK).
 dashboards: install

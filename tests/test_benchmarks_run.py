@@ -50,3 +50,46 @@ def test_eventstream_benchmark_counts_agree_at_every_read_size() -> None:
         chunks = chunked(wire, size)
         assert b"".join(chunks) == b"".join(wire)
         assert run_ours(chunks) == run_ours_inner(chunks) == run_botocore(chunks) == 300
+
+
+def test_whole_stream_pairing_alternates_and_reports_cpu_and_wall_ratios() -> None:
+    from benchmarks.bench_transport import paired
+
+    calls: list[str] = []
+
+    def plain() -> int:
+        calls.append("plain")
+        return 0
+
+    def wrapped() -> int:
+        calls.append("wrapped")
+        sum(range(20_000))  # more work than plain: the ratio must come out above 1
+        return 7
+
+    result = paired(plain, wrapped, rounds=4)
+    # warm-up pair, then the order alternates round by round
+    assert calls == ["plain", "wrapped", "plain", "wrapped", "wrapped", "plain", "plain", "wrapped", "wrapped", "plain"]
+    assert result["reads"] == 7
+    for key in ("ratio", "wall_ratio"):
+        assert result[f"{key}_min"] <= result[f"{key}_median"] <= result[f"{key}_max"]
+    assert result["wall_ratio_median"] > 1
+
+
+def test_the_memchr_floor_counts_the_frames_the_scanner_finds() -> None:
+    import random
+
+    import pytest
+
+    bulk = pytest.importorskip("otel_liveness.core._bulk")
+    from otel_liveness.core.sse import SSEScanner
+
+    rng = random.Random(7)
+    for _ in range(300):
+        data = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(0, 60)))
+        # a blank line is two LFs in a row, counted without overlap (what ends an LF-framed block)
+        expected, i = 0, 0
+        while (j := data.find(b"\n\n", i)) >= 0:
+            expected, i = expected + 1, j + 2
+        assert bulk.blank_lines(data) == expected, data
+    frames = b"".join(b"data: %d\n\n" % i for i in range(100))
+    assert bulk.blank_lines(frames) == len(SSEScanner(1 << 20).feed_blocks(frames)) == 100

@@ -595,6 +595,26 @@ def test_the_published_report_is_refreshed_in_place() -> None:
     assert published["attempts"][0]["completion"] == Completion.END_FRAME
 
 
+def test_the_report_dict_is_exactly_asdict_plus_retries_and_shares_no_mutable_state() -> None:
+    from dataclasses import asdict
+
+    engine = Engine(POLICY, RequestFacts(streaming=True), 0.0, provider="anthropic")
+    engine.start(0.0)
+    engine.headers(0.1, 500, {})  # a retried attempt, then a completed one with usage
+    engine.slept(1.0)
+    engine.headers(1.1, 200, SSE)
+    engine.received(1.2, b"".join(REPLY))
+    engine.eof(1.3)
+    report = engine.report
+    assert len(report.attempts) == 2
+    report.attempts[1].usage = {"input_tokens": 3, "output_tokens": 5}
+    out = report.to_dict()
+    assert out == {**asdict(report), "retries": 1}
+    assert list(out) == [*asdict(report), "retries"] and list(out["attempts"][1]) == list(asdict(report.attempts[1]))
+    out["attempts"][1]["usage"]["output_tokens"] = -1  # a copy: the report is not changed through it
+    assert report.attempts[1].usage["output_tokens"] == 5
+
+
 # -- what the report and the errors say, exactly (each of these was a surviving mutant) --------------
 
 

@@ -105,10 +105,12 @@ class StreamTruncated(LivenessError):
     what a continuation needs, kept as the reply streamed rather than the reply itself:
 
     - ``released``: exactly how many bytes were released in all;
-    - ``prefix``: exactly the first ``Policy.max_prefix_bytes`` (64 KiB) of the bytes released --
-      all of them for a shorter reply (decoded when the response was content-encoded). Before
-      this bound was 16 MiB, so a long reply's whole prefix was kept per stream; on wires without
-      a partial decoder, raise ``max_prefix_bytes`` to keep more;
+    - ``prefix``: exactly the first ``Policy.max_prefix_bytes`` (8 KiB) of the bytes released --
+      all of them for a shorter reply (decoded when the response was content-encoded): the
+      reply's head for diagnosis (its ``message_start``, the first events). The bound was 16 MiB,
+      then 64 KiB; memory per stream is what many concurrent streams pay for a truncation that
+      rarely comes, and the partial message is decoded from the journal, not from it. On wires
+      without a partial decoder, raise ``max_prefix_bytes`` to keep more;
     - ``partial``: on the Anthropic wires (Anthropic, Vertex, Bedrock) the decoded partial
       message of the *whole* released reply (the complete content blocks and the open one; see
       :func:`~otel_liveness.core.anthropic.decode_partial`), decoded from a compact journal of the

@@ -7,8 +7,9 @@ nothing else is ever emitted, so the collector rules and dashboards can enumerat
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from operator import attrgetter
 from typing import Any
 
 __all__ = [
@@ -180,6 +181,23 @@ class RequestReport:
         return max(0, len(self.attempts) - 1)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        """``dataclasses.asdict`` plus ``retries``, written out: the engine publishes the report
+        a few times per request, and ``asdict``'s generic deep copy cost ~60 us each time (the
+        values are scalars, enums and the ``usage`` dicts, copied here). ``tests/test_engine.py``
+        checks it equals ``asdict``."""
+        out = dict(zip(_REPORT_FIELDS, _report_values(self), strict=True))
+        out["attempts"] = [_attempt_dict(record) for record in self.attempts]
         out["retries"] = self.retries
         return out
+
+
+_REPORT_FIELDS = tuple(f.name for f in fields(RequestReport))
+_report_values = attrgetter(*_REPORT_FIELDS)
+_ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptRecord))
+_attempt_values = attrgetter(*_ATTEMPT_FIELDS)
+
+
+def _attempt_dict(record: AttemptRecord) -> dict[str, Any]:
+    out = dict(zip(_ATTEMPT_FIELDS, _attempt_values(record), strict=True))
+    out["usage"] = dict(record.usage)
+    return out

@@ -135,7 +135,7 @@ class Policy:
     backoff_initial: float = 0.5
     backoff_max: float = 8.0
     max_frame_bytes: int = 4 * 1024 * 1024
-    max_prefix_bytes: int = 64 * 1024
+    max_prefix_bytes: int = 8 * 1024
     max_partial_bytes: int = 1024 * 1024
     max_replay_body_bytes: int = 16 * 1024 * 1024
     provider: str | None = None
