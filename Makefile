@@ -9,6 +9,7 @@
 #   make sanitize -- the C extensions under ASan+UBSan: the C-vs-reference property tests and a
 #                 bounded fuzz run against them (scripts/sanitize.sh; a few minutes; not in make test)
 #   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
+#   make bench-fleet, make fleet-overload -- fleet capacity, overload and gateway death (minutes each)
 #
 # The test loop (docs/testing.md, "Contributing: the test loop"):
 #   one file     .venv/bin/python -m pytest -q tests/test_engine.py   (-n 3 to spread it over workers)
@@ -25,7 +26,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: install demo tune-demo check test test-pure test-under-load mutate sanitize lint bench clean system-deps collector preview dashboards
+.PHONY: install demo tune-demo check test test-pure test-under-load mutate sanitize lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -39,6 +40,11 @@ system-deps:
 # The collector distribution (ocb), cached by the manifest's hash.
 collector:
 	collector/build.sh >/dev/null
+
+# The scaled-out store (Thanos v0.42: Receive, Query, Ruler) for its end-to-end test
+# (tests/test_store_e2e.py), built with Go from the module proxy, cached by version.
+store:
+	collector/store/build-thanos.sh >/dev/null
 
 $(STAMP): $(BUILD_INPUTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -77,13 +83,13 @@ check: lint
 # both passes is a failure here, not a pass.
 WORKERS ?= 4
 COV_ARGS ?= --cov
-test: install system-deps collector lint
+test: install system-deps collector store lint
 	rm -f .coverage .coverage.*
 	WORKERS=$(WORKERS) COV_ARGS="$(COV_ARGS)" scripts/test.sh $(BIN)/python $(PYTEST_ARGS)
 
 # The same suite on the pure-Python steady lane and bulk scanner (what an install without a C
 # compiler runs): OTEL_LIVENESS_PURE=1 selects them whatever is built.
-test-pure: install system-deps collector lint
+test-pure: install system-deps collector store lint
 	OTEL_LIVENESS_PURE=1 WORKERS=$(WORKERS) COV_ARGS= scripts/test.sh $(BIN)/python $(PYTEST_ARGS)
 
 # The tests whose verdicts depend on real time, run LOAD_RUNS times while a busy loop holds each
@@ -121,6 +127,19 @@ bench: install
 	$(BIN)/python -m benchmarks.bench_eventstream || status=1; \
 	$(BIN)/python -m benchmarks.bench_flood || status=1; \
 	exit $$status
+
+# Fleet capacity (docs/operations.md, "Fleet scale"): a load generator replaying the library's own
+# telemetry as 1,000 agents -> an agent collector -> a one-core gateway, in steps of offered load;
+# reports attempts/s sustained per gateway core, CPU, RSS, series, and the delays to Prometheus and
+# to a firing RawIdleStorm. About 5 minutes; not part of make test. BENCH_FLEET_ARGS adds options.
+bench-fleet: install system-deps collector
+	$(BIN)/python -m benchmarks.bench_fleet --rates 1000,2000,3000,4000,5000,6000,8000 --step 20 $(BENCH_FLEET_ARGS)
+
+# Overload and gateway death (tests/test_fleet_overload.py): a gateway at twice its capacity and a
+# gateway killed at the sized load, with the collector-health alerts. Saturates both cores for
+# about two minutes, so not part of make test.
+fleet-overload: install system-deps collector
+	OTEL_LIVENESS_FLEET_OVERLOAD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_fleet_overload.py $(PYTEST_ARGS)
 
 # Regenerate dashboards/provider-liveness.json from dashboards/panels.py (Grafana Foundation SDK).
 dashboards: install

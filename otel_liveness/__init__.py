@@ -12,6 +12,7 @@ import collections.abc as _abc
 import logging as _logging
 import typing as _typing
 
+from ._version import __version__
 from .core.anthropic import continuation_message, decode_partial
 from .core.errors import (
     BodyNotReplayable,
@@ -38,7 +39,8 @@ from .core.events import (
 )
 from .core.outcome import AttemptOutcome, FrameKind, Phase, RequestReport, RetryReason, StopReason
 from .core.policy import Policy
-from .transport._overrides import liveness_policy
+from .transport import family_of as _family_of
+from .transport import liveness_policy
 from .transport._recorder import recorder_stats
 
 
@@ -53,18 +55,39 @@ def wrap(
     tracer_provider: _typing.Any = None,
     meter_provider: _typing.Any = None,
 ) -> _typing.Any:
-    """Wrap an httpx or httpx2 transport (sync or async), with OpenTelemetry on by default (the
-    global providers unless given; ``telemetry=False`` turns it off); see
-    :func:`otel_liveness.transport.wrap`."""
-    from ._public import public_classes
-    from .transport import family_of
+    """Put the liveness policy under a client: returns a transport of the same family (httpx or
+    httpx2) and kind (sync or async) as ``inner_transport`` -- an instance of
+    :class:`otel_liveness.httpx.LivenessTransport` or of one of its siblings::
 
-    family, is_async = family_of(inner_transport, asynchronous)
-    cls = public_classes(family.name)[1 if is_async else 0]
+        import anthropic, httpx2, otel_liveness
+        client = anthropic.Anthropic(
+            http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport())),
+            max_retries=0,  # the transport retries below the SDK
+        )
+
+    ``hooks`` receive every event (:mod:`otel_liveness.core.events`); ``hosts`` limits the policy
+    to requests for those hosts (others pass through untouched): names, or patterns where ``*`` is
+    one DNS label or part of one (``bedrock-runtime.*.amazonaws.com``); ``asynchronous`` picks the kind
+    for an inner transport that is both (``MockTransport``; sync by default). OpenTelemetry is on
+    by default (the global providers unless given); ``telemetry=False`` turns it off, and a
+    ``TelemetryHook`` in ``hooks`` replaces the default one."""
+    fam, is_async = _family_of(inner_transport, asynchronous)
+    cls = _public_transports(fam.name)[1 if is_async else 0]
     return cls(inner_transport, policy, hooks=hooks, hosts=hosts, telemetry=telemetry, tracer_provider=tracer_provider,
                meter_provider=meter_provider)
 
-__version__ = "0.1.0"
+
+def _public_transports(family: str) -> tuple[type, type]:
+    """``(LivenessTransport, AsyncLivenessTransport)`` of the family's public module (imported
+    here, when the family is known to be installed)."""
+    if family == "httpx":
+        from . import httpx
+
+        return httpx.LivenessTransport, httpx.AsyncLivenessTransport
+    from . import httpx2
+
+    return httpx2.LivenessTransport, httpx2.AsyncLivenessTransport
+
 
 # A library's logging habit: nothing reaches stderr unless the application configures logging.
 _logging.getLogger("otel_liveness").addHandler(_logging.NullHandler())

@@ -1,28 +1,23 @@
-"""The public transport classes: the transport layer's classes with telemetry composed in (on by
-default). The transport layer knows nothing of OpenTelemetry; this module, above both, joins them."""
+"""What the public transports add to the transport layer's: telemetry, on by default. The
+transport layer knows nothing of OpenTelemetry; this module, above both, joins them for
+:mod:`otel_liveness.httpx`, :mod:`otel_liveness.httpx2` and :func:`otel_liveness.wrap`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import cache
 from typing import Any
 
 from .core.policy import Policy
 from .telemetry import with_telemetry
-from .transport import family_classes
 
-__all__ = ["public_classes"]
-
-
-@cache
-def public_classes(family: str) -> tuple[type, type]:
-    """``(LivenessTransport, AsyncLivenessTransport)`` of ``family`` (``httpx`` or ``httpx2``)."""
-    return tuple(_with_telemetry(base, family) for base in family_classes(family))  # type: ignore[return-value]
+__all__ = ["WithTelemetry"]
 
 
-def _with_telemetry(base: type, family: str) -> type:
+class WithTelemetry:
+    """Mixed in ahead of a transport layer class (:func:`otel_liveness.transport.liveness_transports`)."""
+
     def __init__(
-        self: Any,
+        self,
         inner: Any = None,
         policy: Policy | None = None,
         *,
@@ -33,13 +28,10 @@ def _with_telemetry(base: type, family: str) -> type:
         meter_provider: Any = None,
         **transport_kwargs: Any,
     ) -> None:
-        """``inner`` (default: a new transport of the family with the SDKs' TCP keep-alives), the
-        ``policy``, ``hooks``, ``hosts`` (others pass through untouched), and telemetry: on by
-        default through the given or global providers, ``telemetry=False`` to turn it off."""
-        # The class is built at run time from the family's base: call that base's __init__ directly.
-        base.__init__(self, inner, policy,  # type: ignore[misc]
-                      hooks=with_telemetry(hooks, telemetry, tracer_provider, meter_provider), hosts=hosts,
-                      **transport_kwargs)
-
-    return type(base.__name__, (base,), {"__init__": __init__, "__module__": f"otel_liveness.{family}",
-                                         "__qualname__": base.__name__, "__doc__": base.__doc__})
+        """``inner`` (default: a new transport of the family with the SDKs' TCP keep-alives; then
+        ``transport_kwargs`` go to it), the ``policy``, ``hooks``, ``hosts`` (others pass through
+        untouched), and telemetry: on by default through the given or global providers,
+        ``telemetry=False`` to turn it off, a ``TelemetryHook`` in ``hooks`` to configure it."""
+        super().__init__(inner, policy,  # type: ignore[call-arg]  # the transport class it is mixed into takes them
+                         hooks=with_telemetry(hooks, telemetry, tracer_provider, meter_provider), hosts=hosts,
+                         **transport_kwargs)

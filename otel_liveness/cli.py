@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from ._version import __version__
 from .core.providers import PROFILES
 
 

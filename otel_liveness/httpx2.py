@@ -16,8 +16,17 @@ try:
 except ModuleNotFoundError as exc:  # the extra that brings it, named in the error
     raise missing_extra(exc, "httpx2", "otel_liveness.httpx2") from exc
 
-from ._public import public_classes
-
-LivenessTransport, AsyncLivenessTransport = public_classes("httpx2")
+from ._public import WithTelemetry
+from .transport import family, liveness_transports
 
 __all__ = ["AsyncLivenessTransport", "LivenessTransport"]
+
+_SYNC, _ASYNC = liveness_transports(family("httpx2"))
+
+
+class LivenessTransport(WithTelemetry, _SYNC):  # type: ignore[misc,valid-type]  # a class the transport layer made
+    """The liveness policy over an ``httpx2.BaseTransport`` (an ``httpx2.BaseTransport`` itself)."""
+
+
+class AsyncLivenessTransport(WithTelemetry, _ASYNC):  # type: ignore[misc,valid-type]  # a class the transport layer made
+    """The liveness policy over an ``httpx2.AsyncBaseTransport`` (an ``httpx2.AsyncBaseTransport`` itself)."""

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Generate otel_liveness/transport/_sync.py from _async.py (httpcore's approach).
+"""Generate the sync driver, otel_liveness/transport/_sync/, from the async one, _async/
+(httpcore's approach): every module of _async/ has its generated twin in _sync/.
 
     python scripts/unasync.py          # write
-    python scripts/unasync.py --check  # exit 1 if _sync.py is out of date (run by the tests)
+    python scripts/unasync.py --check  # exit 1 if any file of _sync/ is out of date, missing or
+                                       # has no source in _async/ (run by the tests)
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SRC = ROOT / "otel_liveness" / "transport" / "_async.py"
-DST = ROOT / "otel_liveness" / "transport" / "_sync.py"
+SRC = ROOT / "otel_liveness" / "transport" / "_async"
+DST = ROOT / "otel_liveness" / "transport" / "_sync"
+
+HEADER = "# GENERATED from _async/{name} by scripts/unasync.py: do not edit.\n"
 
 SUBS = [
-    (r"The async driver \(source of truth; ``_sync.py`` is generated from it by ``scripts/unasync.py``\)\.",
-     "The sync driver. GENERATED from ``_async.py`` by ``scripts/unasync.py``: do not edit."),
+    (r"The async driver, one concept per module \(httpcore's layout\)\. This package is the source of\n"
+     r"truth: ``_sync/`` is generated from it by ``scripts/unasync.py`` \(``--check`` in the tests\)\.",
+     "The sync driver, one concept per module. GENERATED from ``_async/`` by ``scripts/unasync.py``:\n"
+     "do not edit."),
     (r"\bAsyncLivenessMixin\b", "SyncLivenessMixin"),
     (r"\bAsyncLivenessStream\b", "SyncLivenessStream"),
     (r"\bAsyncPassThrough\b", "SyncPassThrough"),
@@ -46,21 +52,30 @@ SUBS = [
 ]
 
 
-def generate() -> str:
-    text = SRC.read_text()
+def generate(source: pathlib.Path) -> str:
+    text = source.read_text()
     for pattern, repl in SUBS:
         text = re.sub(pattern, repl, text)
-    return text
+    return HEADER.format(name=source.name) + text
 
 
 def main() -> int:
-    out = generate()
+    wanted = {DST / source.name: generate(source) for source in sorted(SRC.glob("*.py"))}
     if "--check" in sys.argv:
-        if not DST.exists() or DST.read_text() != out:
-            print(f"{DST.relative_to(ROOT)} is out of date: run python scripts/unasync.py", file=sys.stderr)
-            return 1
-        return 0
-    DST.write_text(out)
+        stale = sorted(
+            [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]
+            + [path for path in DST.glob("*.py") if path not in wanted]
+        )
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run python scripts/unasync.py", file=sys.stderr)
+        return 1 if stale else 0
+    DST.mkdir(exist_ok=True)
+    for path in DST.glob("*.py"):
+        if path not in wanted:
+            path.unlink()
+    for path, text in wanted.items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
     return 0
 
 

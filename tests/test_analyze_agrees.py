@@ -129,3 +129,50 @@ def test_analyze_replays_every_attempt_to_the_wire_verdict(name: str, variant: t
     # The recorder wrote every attempt that did not complete, and each file replays the same way.
     files = sorted(tmp_path.glob("*.jsonl"))
     assert len(files) == sum(1 for e in ended if e.record.outcome.value != "completed")  # type: ignore[union-attr]
+
+
+THINK = [s.Raw(PING), s.Sleep(0.05)] * 3  # heartbeats on the wire (SSE) before the content
+FRAMED: dict[str, tuple[list[Any], str, dict[str, int], list[tuple[str, str | None]]]] = {
+    # name -> (script, path, frames by kind, the timeline's frames (kind, event name))
+    "bedrock": ([BEDROCK_HEADERS, *bedrock_reply("abcdef", deltas=3)], "/model/m/invoke-with-response-stream",
+                {"end": 1, "preamble": 1, "semantic": 6},
+                [("preamble", "message_start"), ("semantic", "content_block_start"),
+                 *[("semantic", "content_block_delta")] * 3, ("semantic", "content_block_stop"),
+                 ("semantic", "message_delta"), ("end", "message_stop")]),
+    "bedrock exception": ([BEDROCK_HEADERS, bedrock_reply("x")[0], s.Raw(bedrock_exception("internalServerException", "oops"))],
+                          "/model/m/invoke-with-response-stream", {"error": 1, "preamble": 1},
+                          [("preamble", "message_start"), ("error", "internalServerException")]),
+    "gemini": ([s.Headers(), *gemini_reply("hello", deltas=2)], "/v1beta/models/g:streamGenerateContent?alt=sse",
+               {"semantic": 2}, [("semantic", None)] * 2),
+    "gzip": ([*gzip_steps()[:-1], s.Close()], "/v1/messages", {"preamble": 1, "semantic": 3},
+             [("preamble", "message_start"), ("semantic", "content_block_start"), *[("semantic", "content_block_delta")] * 2]),
+    "anthropic with pings": ([s.Headers(), REPLY[0], *THINK, *REPLY[1:]], "/v1/messages",
+                             {"end": 1, "heartbeat": 3, "preamble": 1, "semantic": 6},
+                             [("preamble", "message_start"), *[("heartbeat", "ping")] * 3, ("semantic", "content_block_start"),
+                              *[("semantic", "content_block_delta")] * 3, ("semantic", "content_block_stop"),
+                              ("semantic", "message_delta"), ("end", "message_stop")]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FRAMED))
+def test_analyze_frames_every_capture_with_the_profiles_framer(name: str, provider: Any, tmp_path: pathlib.Path) -> None:
+    # A Bedrock capture is an AWS event stream, a Gemini one bare data frames, a gzip one
+    # compressed: each is framed as the engine framed it, so its timeline shows its frames.
+    script, path, frames, timeline = FRAMED[name]
+    ended: list[AttemptEnded] = []
+
+    def keep(event: Event) -> None:
+        if isinstance(event, AttemptEnded):
+            ended.append(event)
+
+    policy = FAST.replace(capture_dir=str(tmp_path), max_attempts=1)
+    url = provider.add("framed-" + name.replace(" ", "-"), [script])
+    run(("httpx2", None), policy, url + path, hooks=[keep])
+    assert len(ended) == 1 and ended[0].capture is not None
+    chunks = parse_capture(list(capture_lines(ended[0].capture)))
+    out = analyze(chunks, provider=ended[0].report.provider, policy=policy)
+    assert out["frames"] == frames
+    assert [(item["what"], item["event"]) for item in out["timeline"] if "event" in item] == timeline
+    assert out["verdict"] == verdict_of(ended[0].record, None)
+    if out["verdict"] == "completed" and "end" in frames:  # the reply's end frame, not the end of the body
+        assert out["at"] == next(item["t"] for item in out["timeline"] if item["what"] == "end")

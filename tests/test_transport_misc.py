@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import pathlib
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import httpx
 import httpx2
@@ -30,6 +32,94 @@ SSE = {"content-type": "text/event-stream"}
 def test_generated_sync_driver_is_up_to_date() -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "unasync.py"), "--check"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_unasync_check_covers_every_generated_file(tmp_path: pathlib.Path) -> None:
+    # A copy of the script and both drivers: --check names a generated file that was edited by
+    # hand, one that is missing and one with no source; writing mends all three.
+    import shutil
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "unasync.py", tmp_path / "scripts")
+    for kind in ("_async", "_sync"):
+        shutil.copytree(ROOT / "otel_liveness" / "transport" / kind, tmp_path / "otel_liveness" / "transport" / kind,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    script, sync = str(tmp_path / "scripts" / "unasync.py"), tmp_path / "otel_liveness" / "transport" / "_sync"
+
+    def check() -> tuple[int, str]:
+        proc = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True)
+        return proc.returncode, proc.stderr
+
+    assert check() == (0, "")
+    generated = sorted(path.name for path in sync.glob("*.py"))
+    assert generated == ["__init__.py", "http2.py", "network.py", "stream.py", "transport.py"]
+    (sync / "network.py").write_text((sync / "network.py").read_text() + "# edited by hand\n")
+    (sync / "http2.py").unlink()
+    (sync / "orphan.py").write_text("")
+    code, err = check()
+    assert code == 1 and all(f"_sync/{name} is out of date" in err for name in ("network.py", "http2.py", "orphan.py"))
+    assert "stream.py" not in err
+    subprocess.run([sys.executable, script], check=True)
+    assert check() == (0, "") and sorted(path.name for path in sync.glob("*.py")) == generated
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_the_public_transports_are_declared_classes(family) -> None:  # type: ignore[no-untyped-def]
+    import importlib
+    import inspect
+
+    from otel_liveness.transport import is_liveness_transport
+
+    public = importlib.import_module(f"otel_liveness.{family.__name__}")
+    for inner, cls in ((family.HTTPTransport(), public.LivenessTransport),
+                       (family.AsyncHTTPTransport(), public.AsyncLivenessTransport)):
+        transport = otel_liveness.wrap(inner)
+        assert type(transport) is cls and is_liveness_transport(transport) and not is_liveness_transport(inner)
+        assert inspect.getsource(cls).startswith(f"class {cls.__name__}(")  # a class statement, not type()
+        assert transport.inner is inner
+
+
+def test_a_hook_offering_a_send_context_wraps_every_attempts_send() -> None:
+    from otel_liveness.core.events import EmitsTelemetry, SendsInContext
+    from otel_liveness.telemetry import TelemetryHook, with_telemetry
+
+    sends: list[str] = []
+
+    class Scoped:
+        emits_telemetry = True  # no default telemetry hook beside it
+
+        def __init__(self) -> None:
+            self.events: list[object] = []
+
+        def __call__(self, event: object) -> None:
+            self.events.append(event)
+
+        def send_context(self) -> contextlib.AbstractContextManager[None]:
+            @contextlib.contextmanager
+            def scope() -> Iterator[None]:
+                sends.append("enter")
+                yield
+                sends.append("exit")
+
+            return scope()
+
+    statuses = iter([529, 200])
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sends.append("send")
+        status = next(statuses)
+        return httpx2.Response(status, headers=SSE, content=b"".join(
+            step.data for step in anthropic_reply("ok") if isinstance(step, s.Raw)) if status == 200 else b"{}")
+
+    hook = Scoped()
+    assert isinstance(hook, SendsInContext) and isinstance(hook, EmitsTelemetry)
+    assert isinstance(TelemetryHook(), SendsInContext) and isinstance(TelemetryHook(), EmitsTelemetry)
+    assert with_telemetry([hook]) == [hook] and len(with_telemetry([print])) == 2
+    transport = otel_liveness.wrap(httpx2.MockTransport(handler), FAST, hooks=[hook])
+    with httpx2.Client(transport=transport) as client:
+        assert client.post("https://api.anthropic.com/v1/messages", json={"stream": True}).status_code == 200
+    assert sends == ["enter", "send", "exit"] * 2  # each attempt's send, inside the hook's context
+    assert not any(isinstance(h, TelemetryHook) for h in transport._hooks)
 
 
 @pytest.mark.parametrize("family", [httpx, httpx2])

@@ -207,13 +207,13 @@ class PyScanner:
         if self._busy:
             _refuse()
         scanner = self._scanner
-        if type(chunk) is not bytes or not chunk or not scanner._started or scanner._pending_cr or 13 in chunk:
+        if type(chunk) is not bytes or not chunk or not scanner.steady or 13 in chunk:
             return -1
         semantic = self._roles[2]
         fast = self._fast
         prefix = self._prefix
         head = self._run_head
-        if (head and not scanner._parts and self.hold is None and self.journal_state == JOURNAL_OPEN
+        if (head and scanner.idle and self.hold is None and self.journal_state == JOURNAL_OPEN
                 and chunk.startswith(head) and chunk.endswith(b'"}}\n\n') and len(chunk) <= scanner.max_frame_bytes
                 and fast.get(chunk[:prefix]) is semantic):
             # One more delta of the open run, alone in its read (the steady lane's usual read): its
@@ -229,19 +229,19 @@ class PyScanner:
                     self._journal += fragment
                     self._run_size += len(fragment)
                 return 1
-        if (not scanner._parts and chunk[0] != 10 and whole_frame(chunk, scanner.max_frame_bytes)
+        if (scanner.idle and chunk[0] != 10 and whole_frame(chunk, scanner.max_frame_bytes)
                 and fast.get(chunk[:prefix] if len(chunk) - 2 >= prefix else chunk[:-2]) is semantic):
             # (the block's head: a block shorter than the prefix is its own, without the blank line;
             # a read that starts with a blank line is not the block it looks like)
             blocks = [chunk[:-2]]  # an idle scanner stays idle: no state to change
         else:
-            saved = (list(scanner._parts), scanner._pending)
+            saved = scanner.snapshot()
             try:
                 blocks = scanner.feed_blocks(chunk)
             except FrameTooLarge:
                 blocks = []
             if not blocks or any(fast.get(block[:prefix]) is not semantic for block in blocks):
-                scanner._parts, scanner._pending = saved
+                scanner.restore(saved)
                 return -1
         self._set_mark()
         self._classify(blocks)  # all semantic by their heads: the journal (and the hold) take them
@@ -362,8 +362,7 @@ class PyScanner:
 
     def pending(self) -> bytes:
         """The block in progress as bytes to replay (a CR held back at a read's end included)."""
-        scanner = self._scanner
-        return b"".join(scanner._parts) + (b"\r" if scanner._pending_cr else b"")
+        return self._scanner.in_progress()
 
     def journal(self) -> bytes:
         self._sync_run()
@@ -384,7 +383,7 @@ class PyScanner:
     @property
     def retained(self) -> int:
         """Bytes this scanner holds on to (the block in progress and the journal)."""
-        return self._scanner._pending + len(self._journal)
+        return self._scanner.held + len(self._journal)
 
 
 def _refuse() -> None:

@@ -65,7 +65,8 @@ CONTINUE: Final = Continue()
 @dataclass(frozen=True, slots=True)
 class Notice:
     """The model has been silent for another ``semantic_notice_interval``: before the first body
-    byte a prefill wait, after it a semantic (thinking) wait."""
+    byte a prefill wait, after it a semantic (thinking) wait (hooks see it as
+    :class:`~.events.SemanticNotice`, these fields and the attempt's)."""
 
     at: float  # when it became due
     number: int  # counted over the attempt

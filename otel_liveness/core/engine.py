@@ -768,7 +768,6 @@ class Engine:
         """The end of a scanned body: the last frames, and whether the reply is whole. A final
         frame whose lines are complete but lack the closing blank line is dispatched (as the SDKs
         read it); a cut line is not."""
-        tail = b""
         data = b""
         if attempt.decoder is not None:
             data = attempt.decoder.flush()
@@ -776,7 +775,7 @@ class Engine:
         kinds += attempt.framer.close()
         release = b""
         if kinds:
-            release = self._judge(now, attempt, tail, data, kinds)
+            release = self._judge(now, attempt, b"", data, kinds)
         if attempt.error is not None:
             return release
         if not attempt.done and attempt.framer.facts.stop_reason is not None and attempt.committed:

@@ -1,17 +1,28 @@
 """What a hook sees, as it happens: frozen event objects, one class per fact.
 
-A hook is any callable taking one event. The transport calls every hook in order, synchronously,
-from the thread/task that drives the stream; a hook that raises is logged and counted, never
-allowed to change what the application receives. None of these carry prompt or completion content.
+A hook is any callable taking one event (:class:`Hook`). The transport calls every hook in order,
+synchronously, from the thread/task that drives the stream; a hook that raises is logged and
+counted, never allowed to change what the application receives. None of these carry prompt or
+completion content.
+
+What else a hook may offer, each a declared protocol the transport checks for (the telemetry hook
+offers both):
+
+- :class:`SendsInContext` -- ``send_context()``: a context manager the inner send of every
+  attempt runs in (the telemetry hook suppresses the HTTP client instrumentations there);
+- :class:`EmitsTelemetry` -- ``emits_telemetry = True``: a hook that emits telemetry, beside which
+  the transport adds no default telemetry hook.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .outcome import AttemptOutcome, DelaySource, NoticeKind, Phase, RetryReason, StopReason
+from .clocks import Notice
+from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason, StopReason
 
 if TYPE_CHECKING:
     from .outcome import AttemptRecord, RequestReport
@@ -20,6 +31,7 @@ __all__ = [
     "AttemptEnded",
     "AttemptStarted",
     "CaptureItem",
+    "EmitsTelemetry",
     "Event",
     "FrameSizes",
     "Heartbeats",
@@ -28,6 +40,7 @@ __all__ = [
     "RequestStarted",
     "RetryScheduled",
     "SemanticNotice",
+    "SendsInContext",
     "Verdict",
 ]
 
@@ -76,20 +89,23 @@ class Heartbeats:
     total: int
 
 
-@dataclass(frozen=True, slots=True)
-class SemanticNotice:
-    """Still waiting, another ``semantic_notice_interval`` without content: a *prefill* wait
-    (``kind`` :attr:`NoticeKind.PREFILL`, no body byte yet) or a *thinking* wait (``SEMANTIC``)."""
+@dataclass(frozen=True)
+class _OfAttempt:
+    """Whose a notice is: the request's report and its attempt (0-based)."""
 
     report: RequestReport
     attempt: int
-    at: float  # when it fell due (seconds since the request started)
-    number: int
-    semantic_idle: float
-    raw_idle: float
-    heartbeats_since_semantic: int
-    phase: Phase
-    kind: NoticeKind = NoticeKind.SEMANTIC
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticNotice(Notice, _OfAttempt):
+    """Still waiting, another ``semantic_notice_interval`` without content: a *prefill* wait
+    (``kind`` :attr:`~.outcome.NoticeKind.PREFILL`, no body byte yet) or a *thinking* wait (``SEMANTIC``).
+
+    The clock's :class:`~.clocks.Notice` as hooks see it -- the same facts (``at``, ``number``,
+    ``semantic_idle``, ``raw_idle``, ``heartbeats_since_semantic``, ``phase``, ``kind``), declared
+    once there -- for ``report``'s attempt ``attempt``, with ``at`` in seconds since the request
+    started. Fields in that order: ``report, attempt, at, number, ...``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,3 +155,19 @@ Event = (
 
 class Hook(Protocol):
     def __call__(self, event: Event, /) -> None: ...
+
+
+@runtime_checkable
+class SendsInContext(Protocol):
+    """A hook that asks the inner send of every attempt to run inside a context (the first such
+    hook is asked)."""
+
+    def send_context(self) -> AbstractContextManager[Any]: ...
+
+
+@runtime_checkable
+class EmitsTelemetry(Protocol):
+    """A hook that emits telemetry when ``emits_telemetry`` is true: no default telemetry hook is
+    added beside it."""
+
+    emits_telemetry: bool

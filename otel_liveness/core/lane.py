@@ -4,9 +4,9 @@ After content, nearly every read of a healthy stream holds only content frames -
 when the reads carry many events -- and makes nothing due on any clock. For such a read the
 attempt needs no decision: the bytes go to the caller as they are, the clocks move forward, the
 released prefix keeps a reference. The lane does exactly that much, counting in its own fields;
-:meth:`AttemptSession.absorb <otel_liveness.core.engine.AttemptSession.absorb>` applies the counts
-to the attempt before anything else looks at it. Every other read takes the general path
-(:meth:`~otel_liveness.core.engine.AttemptSession.feed` and friends).
+the engine applies the counts to the attempt (``Engine._absorb``, first thing in every input
+method) before anything else looks at it. Every other read takes the general path
+(:meth:`~otel_liveness.core.engine.Engine.received` and the other inputs).
 
 With a bulk scanner attached (:meth:`PyLane.attach`, :mod:`.bulk`), a read is admitted when the
 scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes, at least one, is a

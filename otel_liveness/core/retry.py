@@ -1,6 +1,6 @@
-"""Retry decisions (sans-I/O): a failure in, a command out.
+"""Retry decisions (sans-I/O): a failure in, a decision out (the engine turns it into a command).
 
-``decide(state, failure, policy, wall_now=..., jitter=...)`` returns one of
+``decide(state, failure, policy, wall_now=..., jitter=...)`` returns one :data:`Decision`:
 
 - :class:`Retry` ``(delay, reason, source)`` -- sleep ``delay`` seconds, then attempt again;
 - :class:`GiveUp` ``(reason, rate_limited)`` -- the budget for this kind of failure is spent;

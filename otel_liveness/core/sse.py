@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from .errors import FrameTooLarge
 
-__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "frame_size", "parse_block", "whole_frame"]
+__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "ScanState", "frame_size", "parse_block", "whole_frame"]
 
 #: ``Frame.event`` of a comment-only frame (a heartbeat on every provider we know).
 COMMENT = ":"
@@ -129,6 +129,10 @@ def parse_block(block: bytes, out: list[Frame]) -> None:
         out.append(Frame(event, b"\n".join(data), size + 1, comments))
 
 
+#: An :class:`SSEScanner`'s state (:meth:`SSEScanner.snapshot`), opaque to its callers.
+ScanState = tuple[tuple[bytes, ...], int, bool, bool, bool, int]
+
+
 class SSEScanner:
     """Incremental, chunking-invariant SSE framer with a size bound.
 
@@ -185,6 +189,31 @@ class SSEScanner:
         (see :func:`whole_frame`) leaves an idle scanner idle: it would be consumed whole, so a
         caller may classify it by prefix without feeding it (the transport's steady lane)."""
         return not self._parts and not self._raw_mode
+
+    @property
+    def steady(self) -> bool:
+        """Past the stream head (its BOM check done) with no CR held back from the last read: a
+        chunk without CR is then taken as it comes."""
+        return self._started and not self._pending_cr
+
+    @property
+    def held(self) -> int:
+        """Bytes held for the block in progress (LF-normalised; what the scanner retains)."""
+        return self._pending
+
+    def in_progress(self) -> bytes:
+        """The block in progress as bytes to replay (a CR held back at a read's end included)."""
+        return b"".join(self._parts) + (b"\r" if self._pending_cr else b"")
+
+    def snapshot(self) -> ScanState:
+        """The scanner's state, for :meth:`restore`: a caller that feeds a read it may take back
+        (the bulk scanner's admit) restores it when it does."""
+        return (tuple(self._parts), self._pending, self._started, self._pending_cr, self._raw_mode, self.discarded)
+
+    def restore(self, state: ScanState) -> None:
+        """Go back to a :meth:`snapshot` of this scanner."""
+        parts, self._pending, self._started, self._pending_cr, self._raw_mode, self.discarded = state
+        self._parts = list(parts)
 
     def feed_blocks(self, chunk: bytes) -> list[bytes]:
         """Consume ``chunk``; return the blocks it completed, LF-normalised, blank lines removed."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..core.events import EmitsTelemetry
 from ._hook import TelemetryHook
 
 __all__ = ["TelemetryHook", "instrument", "uninstrument", "with_telemetry"]
@@ -21,7 +22,8 @@ def with_telemetry(hooks: Iterable[Callable[[Any], None]], telemetry: bool = Tru
     metrics and logs through the given or the global providers -- the API alone costs nothing
     until an application installs the SDK), unless ``telemetry`` is off or one is already there."""
     out = list(hooks)
-    if telemetry and not any(getattr(hook, "emits_telemetry", False) for hook in out):
+    offered: list[object] = list(out)  # (as objects: a callable may offer more)
+    if telemetry and not any(isinstance(hook, EmitsTelemetry) and hook.emits_telemetry for hook in offered):
         out.append(TelemetryHook(tracer_provider, meter_provider))
     return out
 

@@ -16,7 +16,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from .. import __version__
+from .._version import __version__
 from ..core.events import (
     AttemptEnded,
     AttemptStarted,
@@ -43,7 +43,6 @@ _VERDICT_EVENT = {
     AttemptOutcome.WALL_BUDGET: S.EVENT_WALL_BUDGET,
     AttemptOutcome.TRUNCATED: S.EVENT_TRUNCATION,
 }
-_FAILED = {AttemptOutcome.COMPLETED}
 _INPUT = ("input_tokens", "prompt_tokens")
 _OUTPUT = ("output_tokens", "completion_tokens")
 
@@ -308,7 +307,7 @@ class TelemetryHook:
         state = self._state(event.report)
         record = event.record
         outcome = record.outcome or AttemptOutcome.CANCELLED
-        error_type = record.error_type if outcome not in _FAILED else None
+        error_type = record.error_type if outcome is not AttemptOutcome.COMPLETED else None
         metric_attrs = {**state.metric_base, S.ATTEMPT_OUTCOME: outcome.value}
         if error_type:
             metric_attrs[S.ERROR_TYPE] = error_type

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from opentelemetry import metrics
 
-from .. import __version__
+from .._version import __version__
 from . import semconv as S
 
 __all__ = ["DropCountingMetricExporter", "DropCountingSpanExporter", "delta_temporality", "otlp_http"]

@@ -33,8 +33,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from ..core.errors import InvalidPolicy
 from ..core.policy import Policy
 from ..core.providers import HOST_PATTERNS
-from ..transport import wrap
-from ..transport._family import family_of, installed_modules
+from ..transport import family_of, installed_modules, is_liveness_transport, liveness_transports
 from ._hook import TelemetryHook
 
 __all__ = ["DEFAULT_HOSTS", "LivenessInstrumentor"]
@@ -85,13 +84,16 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
                 clients.add(client)
 
         def _wrapped(transport: Any) -> Any:
-            if transport is None or getattr(transport, "_family", None) is not None:
+            if transport is None or is_liveness_transport(transport):
                 return transport  # not set, or already a liveness transport
             try:
-                family_of(transport)
+                family, is_async = family_of(transport)
             except TypeError:
                 return transport
-            return wrap(transport, policy, hooks=[hook, *extra_hooks], hosts=hosts)
+            # The transport layer's class with this instrumentor's own telemetry hook (the public
+            # classes, a layer above, would add the same default hook: one is there already).
+            cls = liveness_transports(family)[1 if is_async else 0]
+            return cls(transport, policy, hooks=[hook, *extra_hooks], hosts=hosts)
 
         modules = installed_modules()
         if not modules:
@@ -119,8 +121,7 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
         self._originals = {}
         for client in list(getattr(self, "_clients", ())):
             transport = client._transport
-            if getattr(transport, "_family", None) is not None:
+            if is_liveness_transport(transport):
                 client._transport = transport.inner
-            client._mounts = {p: (t.inner if getattr(t, "_family", None) is not None else t)
-                              for p, t in client._mounts.items()}
+            client._mounts = {p: (t.inner if is_liveness_transport(t) else t) for p, t in client._mounts.items()}
         self._clients = weakref.WeakSet()

@@ -18,7 +18,9 @@ The replay is a driver of :class:`~otel_liveness.core.engine.Engine` -- the same
 live streams -- that reads the capture instead of a socket, with no pause between reads: between
 two records it lets the engine wake where a live read would (notices, deadlines), so a capture
 and the stream it was taken from cannot disagree. It answers "what would the policy have done?"
-and "when would a decoded-event watchdog (one that ignores heartbeats) have fired?".
+and "when would a decoded-event watchdog (one that ignores heartbeats) have fired?". The frames
+of the timeline are the engine's too: the body decoded as the response's ``content_encoding``
+says, framed by the framer the engine chose for the response (SSE, or the AWS event stream).
 """
 
 from __future__ import annotations
@@ -30,12 +32,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Sleep
+from ..core.encoding import UnsupportedEncoding, decoder_for
 from ..core.engine import Engine, IOFailure
 from ..core.errors import MalformedStream
 from ..core.events import Event, SemanticNotice, Verdict
+from ..core.eventstream import EventStreamScanner, Message
+from ..core.framing import EventStreamFramer, Framer, framer_for
 from ..core.outcome import AttemptOutcome, AttemptRecord, FrameKind
 from ..core.policy import Policy
-from ..core.providers import StreamFacts, profile_for
+from ..core.providers import ProviderProfile
 from ..core.request import RequestFacts
 from ..core.sse import SSEScanner
 from .recordings import CaptureError, Chunk, parse_recording
@@ -133,7 +138,7 @@ def analyze(
     engine, ended_at, verdict = _judge(chunks, provider, policy, body_size, timeline)
     record = engine.report.attempts[0]
     incomplete = verdict == "incomplete"
-    counts, items, decoded_times, end_frame_at = _frames(chunks, provider, policy.max_frame_bytes, ended_at)
+    counts, items, decoded_times, end_frame_at = _frames(chunks, engine.profile, policy.max_frame_bytes, ended_at)
     at: float | None = None if incomplete else ended_at
     if verdict == "completed" and end_frame_at is not None:
         at = end_frame_at
@@ -277,36 +282,95 @@ def _end_time(engine: Engine, fallback: float) -> float:
     return record.started + record.duration
 
 
-def _frames(chunks: list[Chunk], provider: str, max_frame_bytes: int,
+def _frames(chunks: list[Chunk], profile: ProviderProfile, max_frame_bytes: int,
             until: float) -> tuple[Counter[str], list[dict[str, Any]], list[float], float | None]:
     """The frames of the capture by kind, up to ``until`` (for the timeline and the watchdog):
-    counts, timeline items, times of decoded (non-heartbeat) frames, the first end frame's time."""
-    profile = profile_for(provider)
-    facts = StreamFacts()
-    scanner = SSEScanner(max_frame_bytes)
+    counts, timeline items, times of decoded (non-heartbeat) frames, the first end frame's time.
+
+    The kinds are the engine's own: the body, decoded as its ``content-encoding`` says, is fed to
+    the framer the engine judged it with (:func:`~otel_liveness.core.framing.framer_for`: SSE, or
+    the AWS event stream of a Bedrock response), whose end of body counts a last frame as the
+    engine's does. Each frame is labelled with its event name (an event-stream message with its
+    ``:event-type``, a Bedrock ``chunk`` with the Anthropic event inside it)."""
+    content_type, encoding = _content(chunks)
+    framer = framer_for(profile, max_frame_bytes, content_type)
+    labels = _Labels(profile, framer, max_frame_bytes)
     counts: Counter[str] = Counter()
     items: list[dict[str, Any]] = []
     decoded_times: list[float] = [0.0]
     end_at: float | None = None
+    try:
+        decoder = decoder_for(encoding)
+    except UnsupportedEncoding:
+        return counts, items, decoded_times, end_at  # the engine does not scan a body it cannot decode
     for chunk in chunks:
         if chunk.t > until:
             break
-        if not isinstance(chunk.data, bytes):
-            continue
+        data = chunk.data
+        if data is not None and not isinstance(data, bytes):
+            continue  # the headers, a connection failure, the end of the attempt
         try:
-            frames = scanner.feed(chunk.data)
-        except MalformedStream as exc:
+            if data is None:  # the end of the body: what the decoder and the framer still held
+                rest = decoder.flush() if decoder is not None else b""
+                kinds = (framer.feed(rest) if rest else []) + framer.close()
+                names: list[str | None] = [None] * len(kinds)
+            else:
+                if decoder is not None:
+                    data = decoder.decode(data)
+                kinds = framer.feed(data)
+                names = labels.feed(data, len(kinds))
+        except (MalformedStream, ValueError) as exc:  # a frame too large, a corrupt message, undecodable bytes
             items.append({"t": chunk.t, "what": "malformed", "detail": str(exc)})
             break
-        for frame in frames:
-            kind = profile.classify(frame, facts)
+        for kind, name in zip(kinds, names, strict=True):
             counts[kind.value] += 1
-            items.append({"t": chunk.t, "what": kind.value, "event": frame.event})
+            items.append({"t": chunk.t, "what": kind.value, "event": name})
             if kind is not FrameKind.HEARTBEAT:
                 decoded_times.append(chunk.t)
             if kind is FrameKind.END and end_at is None:
                 end_at = chunk.t
     return counts, items, decoded_times, end_at
+
+
+def _content(chunks: list[Chunk]) -> tuple[str, str]:
+    """The response's content type and content encoding, from the capture's headers record (a
+    capture without one: an SSE stream, as :func:`_replay` takes it)."""
+    for chunk in chunks:
+        if isinstance(chunk.data, Mapping):
+            return str(chunk.data.get("content-type", "")).lower(), str(chunk.data.get("content-encoding", ""))
+        if isinstance(chunk.data, bytes):
+            break
+    return str(_SSE_200["content-type"]), ""
+
+
+class _Labels:
+    """The event names of the frames a read completed, read by a scanner of the same wire format
+    beside the framer (the framer answers kinds only). A label is ``None`` where the two do not
+    pair up frame for frame; labelling never changes a count or a verdict."""
+
+    def __init__(self, profile: ProviderProfile, framer: Framer, max_frame_bytes: int) -> None:
+        self._profile = profile
+        self._messages = EventStreamScanner(max_frame_bytes) if isinstance(framer, EventStreamFramer) else None
+        self._frames = SSEScanner(max_frame_bytes) if self._messages is None else None
+        self._broken = False
+
+    def feed(self, data: bytes, count: int) -> list[str | None]:
+        names: list[str | None] = []
+        if not self._broken:
+            try:
+                if self._messages is not None:
+                    names = [self._message_name(message) for message in self._messages.feed(data)]
+                elif self._frames is not None:
+                    names = [frame.event for frame in self._frames.feed(data)]
+            except MalformedStream:
+                self._broken = True  # the framer says what is wrong with the stream
+        return names if len(names) == count else [None] * count
+
+    def _message_name(self, message: Message) -> str | None:
+        inner = self._profile.inner_events(message)
+        if inner is not None and inner.startswith(b"event: "):
+            return inner[7:inner.index(b"\n")].decode("utf-8", "replace")
+        return message.event_type or message.exception_type
 
 
 def _watchdog(decoded_times: list[float], end_t: float, watchdog: float | None) -> float | None:

@@ -1,5 +1,5 @@
 """The only waiting primitives the drivers use: one class per kind, same method names, so that
-``_sync.py`` is a mechanical translation of ``_async.py`` (``scripts/unasync.py``)."""
+``_sync/`` is a mechanical translation of ``_async/`` (``scripts/unasync.py``)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.commands import Command, Fail, Reraise, Respond, Send
 from ..core.engine import Engine, IOFailure
-from ..core.events import Event, Hook
+from ..core.events import Event, Hook, SendsInContext
 from ..core.hosts import HostMatcher
 from ..core.memory import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
@@ -144,10 +144,10 @@ class TransportBase:
     def _send_context(self) -> Any:
         """The context a hook asks the inner send to run in (the telemetry hook suppresses the HTTP
         client instrumentations there, so no second, wrong HTTP span appears)."""
-        for hook in self._hooks:
-            factory = getattr(hook, "send_context", None)
-            if factory is not None:
-                return factory()
+        hooks: tuple[object, ...] = self._hooks  # (as objects: a callable may offer more)
+        for hook in hooks:
+            if isinstance(hook, SendsInContext):
+                return hook.send_context()
         return contextlib.nullcontext()
 
     def _response(self, request: Any, engine: Engine, inner: Any, iterator: Any, respond: Respond) -> Any:

@@ -1,0 +1,110 @@
+"""The body the caller reads (:class:`AsyncLivenessStream`: the engine judges every read, with the
+steady lane for the common one), and the body of a response the engine does not judge."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ...core.commands import COMPLETE, READ, Release, Respond
+from ...core.engine import Engine
+from .._backends import AsyncBackend
+from .._base import error_for, io_failed
+from .._family import Family
+from .network import AsyncWakingStream
+
+__all__ = ["AsyncLivenessStream", "AsyncPassThrough"]
+
+
+class AsyncPassThrough:
+    """The body of a response the engine does not judge (a final error response, a redirect)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner.stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class AsyncLivenessStream:
+    """The body the caller reads: released bytes of the one visible attempt, with the clocks
+    still running; the engine ends the attempt (and the request) when it ends."""
+
+    def __init__(self, family: Family, request: Any, engine: Engine, inner: Any, iterator: Any,
+                 respond: Respond) -> None:
+        self._family = family
+        self._request = request
+        self._engine = engine
+        self._inner = inner
+        self._iterator = iterator
+        self._first = respond.first
+        self._then = respond.then
+        self._closed = False
+        # The connection's reads wake for this engine's notices while the caller reads the body.
+        network = inner.extensions.get("network_stream")
+        self._network = network if isinstance(network, AsyncWakingStream) else None
+        if self._network is not None:
+            self._network.watch = engine
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        engine = self._engine
+        clock = AsyncBackend.now
+        command: Any = self._then
+        try:
+            if self._first:
+                first, self._first = self._first, b""
+                yield first
+            if command is READ:
+                iterator = self._iterator if self._iterator is not None else self._inner.stream.__aiter__()
+                # The steady lane (core.lane): a read holding one content frame with nothing due is
+                # counted there and released as is; every other read is the engine's to judge.
+                step = engine.lane.step
+                while command is READ:
+                    try:
+                        async for chunk in iterator:
+                            now = clock()
+                            if step(chunk, now):
+                                yield chunk
+                                continue
+                            command = engine.received(now, chunk)
+                            if type(command) is bytes:
+                                if command:
+                                    yield command
+                                command = READ
+                                continue
+                            break
+                        else:
+                            command = engine.eof(clock())
+                    except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
+                        command = io_failed(self._family, engine, clock(), exc)
+                    if type(command) is Release:
+                        if command.data:
+                            yield command.data
+                        command = command.then
+            if command is not COMPLETE:
+                raise error_for(self._family, self._request, command)
+        except BaseException as exc:
+            engine.abandoned(clock(), exc)
+            raise
+        finally:
+            self._unwatch()
+            with AsyncBackend.shield():
+                await self._inner.aclose()
+
+    def _unwatch(self) -> None:
+        network, self._network = self._network, None
+        if network is not None and network.watch is self._engine:
+            network.watch = None  # a pooled connection must not keep this engine (and its prefix)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._unwatch()
+        self._engine.closed(AsyncBackend.now())
+        with AsyncBackend.shield():
+            await self._inner.aclose()

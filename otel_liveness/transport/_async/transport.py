@@ -1,0 +1,93 @@
+"""The request loop: the transport's ``handle_async_request`` runs one request's attempts, doing
+the I/O each command of the engine asks for (:mod:`otel_liveness.core.commands`); every decision
+is the engine's (:mod:`otel_liveness.core.engine`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.commands import READ, Respond, Send, Sleep
+from .._backends import AsyncBackend
+from .._base import TransportBase, error_for, io_failed
+from .http2 import install_wakeups
+from .network import READING
+
+__all__ = ["AsyncLivenessMixin"]
+
+
+class AsyncLivenessMixin(TransportBase):
+    """The transport; :func:`otel_liveness.wrap` combines it with the family's base class."""
+
+    _is_async = True
+    _backend = AsyncBackend
+
+    async def __aenter__(self) -> Any:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *args: Any) -> None:
+        await self._inner.__aexit__(*args)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def _install_wakeups(self, inner: Any) -> None:
+        install_wakeups(inner)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        if not self._applies(request):
+            return await self._inner.handle_async_request(request)  # not a provider: untouched
+        backend = self._backend
+        clock = backend.now
+        engine = self._engine(request, clock())
+        command: Any = engine.start(clock())
+        self._answered_from_memory(engine)
+        response = iterator = None
+        token = READING.set(engine)  # reads made meanwhile wake for this engine (AsyncWakingStream)
+        try:
+            while True:
+                if type(command) is Send:
+                    await _discard(response)
+                    response = iterator = None
+                    try:
+                        with self._send_context():
+                            response = await self._inner.handle_async_request(self._attempt_request(request, command))
+                    except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
+                        command = io_failed(self._family, engine, clock(), exc)
+                        continue
+                    headers = {k.lower(): v for k, v in response.headers.items()}
+                    command = engine.headers(clock(), response.status_code, headers)
+                elif command is READ:
+                    assert response is not None  # READ comes after the headers
+                    if iterator is None:
+                        iterator = response.stream.__aiter__()
+                    try:
+                        chunk = await iterator.__anext__()
+                    except StopAsyncIteration:
+                        command = engine.eof(clock())
+                    except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
+                        command = io_failed(self._family, engine, clock(), exc)
+                    else:
+                        command = engine.received(clock(), chunk)
+                elif type(command) is Sleep:
+                    await _discard(response)
+                    response = iterator = None
+                    await backend.sleep(command.seconds)
+                    command = engine.slept(clock())
+                elif type(command) is Respond:
+                    return self._response(request, engine, response, iterator, command)
+                else:
+                    raise error_for(self._family, request, command)
+        except BaseException as exc:
+            engine.abandoned(clock(), exc)  # nothing if the engine ended it (a Fail it answered)
+            await _discard(response)
+            raise
+        finally:
+            READING.reset(token)
+
+
+async def _discard(response: Any) -> None:
+    if response is not None:
+        with AsyncBackend.shield():
+            await response.aclose()
+

@@ -1,0 +1,25 @@
+# GENERATED from _async/__init__.py by scripts/unasync.py: do not edit.
+"""The sync driver, one concept per module. GENERATED from ``_async/`` by ``scripts/unasync.py``:
+do not edit.
+
+- :mod:`.transport` -- the request loop: one request's attempts, each command of the engine executed;
+- :mod:`.stream` -- the body the caller reads, judged read by read;
+- :mod:`.network` -- the network backend whose reads wake at the engine's hints;
+- :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own.
+"""
+
+from .http2 import SyncH2Pool, SyncH2Stream
+from .network import SyncH2Wait, SyncWakingBackend, SyncWakingStream
+from .stream import SyncLivenessStream, SyncPassThrough
+from .transport import SyncLivenessMixin
+
+__all__ = [
+    "SyncH2Pool",
+    "SyncH2Stream",
+    "SyncH2Wait",
+    "SyncLivenessMixin",
+    "SyncLivenessStream",
+    "SyncPassThrough",
+    "SyncWakingBackend",
+    "SyncWakingStream",
+]
