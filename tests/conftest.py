@@ -66,6 +66,7 @@ MODULE_SECONDS = {
     "tests/test_soak.py": 35, "tests/test_reliability.py": 30, "tests/test_sdk_matrix.py": 25,
     "tests/test_frameworks.py": 25, "tests/test_otel_native.py": 25, "tests/test_bulk.py": 20,
     "tests/test_whatif.py": 20, "tests/test_eventstream.py": 15, "tests/test_demo.py": 15,
+    "tests/test_store_e2e.py": 90,
 }
 CACHE_KEY = "otel-liveness/file_seconds"
 
