@@ -98,7 +98,8 @@ LOAD_RUNS ?= 5
 LOAD_TESTS ?= tests/test_transport_wire.py tests/test_no_false_kills.py tests/test_reliability.py \
 	tests/test_telemetry.py tests/test_transport_misc.py tests/test_transport_sdk.py tests/test_sdk_matrix.py \
 	tests/test_soak.py tests/test_analyze_agrees.py tests/test_eventstream.py tests/test_lane.py tests/test_demo.py \
-	tests/test_examples.py tests/test_instrumentor.py tests/test_wires.py tests/test_otel_native.py tests/test_retained.py
+	tests/test_examples.py tests/test_instrumentor.py tests/test_wires.py tests/test_otel_native.py tests/test_retained.py \
+	tests/test_http2.py tests/test_composition.py tests/test_frameworks.py
 test-under-load: install
 	scripts/under_load.sh $(LOAD_RUNS) $(BIN)/python -m pytest -q -p no:cacheprovider $(LOAD_TESTS) $(PYTEST_ARGS)
 

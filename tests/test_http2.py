@@ -47,6 +47,7 @@ POLICY = Policy(raw_idle_timeout=RAW, first_byte_timeout=None, semantic_notice_i
                 backoff_max=0.05)
 A_TEXT = "A's whole reply, ten deltas long."
 TOLERANCE = 0.25  # scheduling on a loaded 2-core machine; the bounds themselves are RAW and WALL
+SDK_SETUP = 0.25  # what the anthropic SDK may spend before the transport sees a request (wall test)
 MESSAGES = [{"role": "user", "content": "hi"}]
 BODY = json.dumps({"model": "claude-sim-1", "max_tokens": 64, "stream": True, "messages": MESSAGES}).encode()
 
@@ -217,7 +218,11 @@ def test_wall_budget_of_one_stream_ends_that_stream_alone(h2provider, family, ki
     url_b = h2provider.add("b", [[s.Headers(), *anthropic_reply("B", think_pings=100, ping_every=5.0)]])
     a, b = run_pair(h2provider, family, kind, url_a, url_b, wall_b=WALL)
     assert isinstance(otel_liveness.liveness_error(b.error), WallTimeout), repr(b.error)
-    assert WALL - 0.01 <= b.elapsed <= WALL + TOLERANCE
+    # ``elapsed`` starts before the client builds the request; through the anthropic SDK on asyncio
+    # that setup (headers, options, a worker-thread hop) took up to ~0.3 s in the serial pass of a
+    # loaded run before the transport's budget even started: allowed for, never below the budget.
+    setup = SDK_SETUP if family == "httpx2" else 0.0
+    assert WALL - 0.01 <= b.elapsed <= WALL + TOLERANCE + setup
     assert a.ended > b.ended + 0.1  # A went on streaming after B's end
     assert_a_whole(family, a)
     assert h2provider.connections_accepted == 1
