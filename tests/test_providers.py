@@ -7,7 +7,7 @@ import json
 import pytest
 
 from otel_liveness.core.outcome import FrameKind
-from otel_liveness.core.providers import PROFILES, StreamFacts, profile_for, select_provider
+from otel_liveness.core.providers import PREFIX, PROFILES, StreamFacts, profile_for, select_provider
 from otel_liveness.core.sse import SSEScanner
 
 H, P, S, E, X, U = (FrameKind.HEARTBEAT, FrameKind.PREAMBLE, FrameKind.SEMANTIC, FrameKind.END,
@@ -184,3 +184,14 @@ def test_fast_block_classification_matches_frame_classification() -> None:
         assert fast_facts.to_dict() == slow_facts.to_dict()
 
     check()
+
+
+def test_every_fast_key_is_a_whole_prefix_and_matches_the_recorded_ping() -> None:
+    """A fast key shorter than PREFIX matches only a block of exactly its length: the Anthropic
+    ping key once was, so every real ping took the slow path."""
+    for name, profile in PROFILES.items():
+        for key in profile.fast:
+            assert len(key) == PREFIX, (name, key)
+    ping = b'event: ping\ndata: {"type": "ping"}\n\n'
+    assert PROFILES["anthropic"].fast[ping[:PREFIX]] is FrameKind.HEARTBEAT
+    assert PROFILES["anthropic"].fast[b'event: ping\ndata: {"type":"ping"}\n\n'[:PREFIX]] is FrameKind.HEARTBEAT

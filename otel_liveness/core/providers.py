@@ -294,7 +294,9 @@ class AnthropicProfile(ProviderProfile):
         b"event: content_block_delta\n": SEMANTIC,
         b"event: content_block_start\n": SEMANTIC,
         b"event: content_block_stop\nd": SEMANTIC,
-        b'event: ping\ndata: {"type":': HEARTBEAT,
+        # PREFIX bytes: the SDK-recorded form (``{"type": "ping"}``) and the compact one.
+        b'event: ping\ndata: {"type": ': HEARTBEAT,
+        b'event: ping\ndata: {"type":"': HEARTBEAT,
     }
     _KINDS: ClassVar[dict[str | None, FrameKind]] = {
         COMMENT: HEARTBEAT,
