@@ -7,9 +7,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ._version import __version__
 from .core.providers import PROFILES
+
+if TYPE_CHECKING:
+    from .tools.recordings import Recording
 
 
 def _seconds(text: str) -> float | None:
@@ -143,19 +147,29 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recordings(command: str, args: argparse.Namespace) -> tuple[list[Recording], list[dict[str, str]]]:
+    """The readable recordings under ``args.paths``, and the unreadable ones, each told on stderr
+    (as is an empty result: the caller then exits 2)."""
+    from .tools.whatif import load
+
+    recordings, errors = load(args.paths, args.provider)
+    for error in errors:
+        print(f"otel-liveness {command}: {error['error']}", file=sys.stderr)
+    if not recordings:
+        print(f"otel-liveness {command}: no readable recording", file=sys.stderr)
+    return recordings, errors
+
+
 def _whatif(args: argparse.Namespace) -> int:
-    from .tools.whatif import load, parse_policy, render, whatif
+    from .tools.whatif import parse_policy, render, whatif
 
     try:
         policies = dict(parse_policy(text) for text in args.policies) or dict([parse_policy("defaults=")])
     except ValueError as exc:
         print(f"otel-liveness whatif: {exc}", file=sys.stderr)
         return 2
-    recordings, errors = load(args.paths, args.provider)
-    for error in errors:
-        print(f"otel-liveness whatif: {error['error']}", file=sys.stderr)
+    recordings, errors = _recordings("whatif", args)
     if not recordings:
-        print("otel-liveness whatif: no readable recording", file=sys.stderr)
         return 2
     result = whatif(recordings, policies)
     result["unreadable"] = errors
@@ -165,17 +179,13 @@ def _whatif(args: argparse.Namespace) -> int:
 
 def _tune(args: argparse.Namespace) -> int:
     from .tools.tune import render, tune
-    from .tools.whatif import load
 
     if not 0 <= args.max_false_kill_rate < 1 or not args.margin >= 1 or not 0 < args.holdout < 1:
         print("otel-liveness tune: need 0 <= --max-false-kill-rate < 1, --margin >= 1, 0 < --holdout < 1",
               file=sys.stderr)
         return 2
-    recordings, errors = load(args.paths, args.provider)
-    for error in errors:
-        print(f"otel-liveness tune: {error['error']}", file=sys.stderr)
+    recordings, errors = _recordings("tune", args)
     if not recordings:
-        print("otel-liveness tune: no readable recording", file=sys.stderr)
         return 2
     result = tune(recordings, max_false_kill_rate=args.max_false_kill_rate, margin=args.margin, holdout=args.holdout)
     result["unreadable"] = errors
