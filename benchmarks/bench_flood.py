@@ -32,7 +32,7 @@ import anthropic
 import httpx2
 
 import otel_liveness
-from otel_liveness.core import engine
+from otel_liveness.core import attempt
 
 SERVER = r"""
 import sys
@@ -87,16 +87,16 @@ def client_for(url: str, mode: str) -> anthropic.AsyncAnthropic:
 
 async def measure(url: str, rounds: int) -> dict[str, Any]:
     results: dict[str, list[dict[str, Any]]] = {"transport": [], "verbatim": [], "plain": []}
-    shipped = engine.HOLD_VERBATIM_BYTES
+    shipped = attempt.HOLD_VERBATIM_BYTES
     for _ in range(rounds):
         for mode in results:
-            engine.HOLD_VERBATIM_BYTES = 1 << 62 if mode == "verbatim" else shipped  # type: ignore[misc]
+            attempt.HOLD_VERBATIM_BYTES = 1 << 62 if mode == "verbatim" else shipped  # type: ignore[misc]
             client = client_for(url, mode)
             try:
                 results[mode].append(await one_request(client))
             finally:
                 await client.close()
-                engine.HOLD_VERBATIM_BYTES = shipped  # type: ignore[misc]
+                attempt.HOLD_VERBATIM_BYTES = shipped  # type: ignore[misc]
     return {mode: {"max_stall_s": statistics.median(r["max_stall_s"] for r in runs),
                    "max_stall_s_runs": [r["max_stall_s"] for r in runs],
                    "elapsed_s": statistics.median(r["elapsed_s"] for r in runs),

@@ -29,29 +29,49 @@ heartbeat cadence: once two heartbeats were seen, ``max(floor, 3 x the largest h
 (the gap also taking ``learned``, remembered from recent attempts to the host), never above
 ``raw_idle``. Only heartbeat-to-heartbeat gaps teach it: content cadence is not a keep-alive
 cadence. A notice before the first body byte is a *prefill* notice (:attr:`NoticeKind.PREFILL`).
+
+This module is the one place that derives bounds and verdicts: which bound a read is judged by
+(:meth:`AttemptClock.wire_bound`: the first-byte one before the body's first byte, then the raw
+one), when a waiting read must wake (:class:`Hints`, :func:`wake_at`), the socket timeout an
+attempt's request carries (:meth:`AttemptClock.socket_bound`), the verdict of a read that waited
+out its bound (:meth:`AttemptClock.expired`, :meth:`AttemptClock.wire_silence`) and the one a
+gap would have been in shadow mode (:meth:`AttemptClock.observed_gap`). The engine, the drivers
+and ``otel-liveness analyze`` ask; nothing outside this module writes a clock's fields (a test
+reads every module's syntax tree for an assignment to one).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from .outcome import FrameKind, NoticeKind, Phase
 
+if TYPE_CHECKING:
+    from .policy import Policy
+
 __all__ = [
     "CONTINUE",
+    "NO_HINTS",
+    "TOLERANCE",
     "AttemptClock",
     "Continue",
     "Due",
+    "Hints",
     "Notice",
     "RawSilenceExpired",
     "SemanticTimeoutExpired",
     "Terminal",
     "WallBudgetExpired",
+    "raw_bound_for",
+    "stop_at",
+    "wake_at",
 ]
 
 #: How many of the largest heartbeat gaps the learned raw bound allows.
 ADAPTIVE_FACTOR: Final = 3.0
+#: A read cut this close before a deadline is judged at the deadline (timers may fire a hair early).
+TOLERANCE: Final = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +126,46 @@ Terminal = RawSilenceExpired | SemanticTimeoutExpired | WallBudgetExpired
 Due = Continue | Notice | Terminal
 
 _INF = float("inf")
+
+
+class Hints(NamedTuple):
+    """For a read that waits below the HTTP library (the drivers' waking network stream): wake no
+    later than ``wake`` (the next notice), end no later than ``stop`` (an absolute terminal
+    deadline: semantic timeout, wall budget, first byte) or ``raw`` seconds after the read started
+    (the raw bound, once the body started). ``inf`` for none; in shadow mode nothing ends a read.
+    A read's own times are :func:`stop_at` and :func:`wake_at`."""
+
+    wake: float = _INF
+    stop: float = _INF
+    raw: float = _INF
+
+
+#: Nothing to wake for: no attempt, an attempt over, or a clock whose verdict is given.
+NO_HINTS: Final = Hints()
+
+
+def stop_at(stop: float, raw: float, start: float) -> float:
+    """When a read that started at ``start`` must end, given the hints' ``stop`` and ``raw``."""
+    at = start + raw
+    return stop if stop < at else at
+
+
+def wake_at(wake: float, stop: float, raw: float, start: float) -> float:
+    """When a read that started at ``start`` must wake: its :func:`stop_at` or the next notice."""
+    at = start + raw
+    if stop < at:
+        at = stop
+    return wake if wake < at else at
 _H, _S, _E = FrameKind.HEARTBEAT, FrameKind.SEMANTIC, FrameKind.END
+
+
+def raw_bound_for(policy: Policy, streaming: bool, keepalives: bool) -> float | None:
+    """The fixed raw-silence bound of an attempt (the learned one's ceiling): the non-streaming
+    bound for a body that is not a stream, else the provider's -- shorter for a wire that carries
+    heartbeats, the no-keep-alive bound for one that stays silent while the model thinks."""
+    if not streaming:
+        return policy.raw_idle_timeout_non_streaming
+    return policy.raw_idle_timeout if keepalives else policy.raw_idle_timeout_no_keepalive
 
 
 class AttemptClock:
@@ -198,6 +257,27 @@ class AttemptClock:
         self.first_byte: float | None = None
         self.first_semantic: float | None = None
         self.terminal: Terminal | None = None
+
+    @classmethod
+    def for_attempt(cls, now: float, policy: Policy, *, streaming: bool, keepalives: bool,
+                    body_size: int | None, learned: float | None, wall_deadline: float | None) -> AttemptClock:
+        """The clock of an attempt sent at ``now`` under ``policy``: ``streaming`` (judged as a
+        stream), ``keepalives`` (the provider's wire carries heartbeats while the model thinks),
+        ``body_size`` (the request body's, for the first-byte bound), ``learned`` (the heartbeat
+        gap remembered for the host, when adaptive), ``wall_deadline`` (the request's)."""
+        raw = raw_bound_for(policy, streaming, keepalives)
+        adaptive = policy.raw_idle_adaptive and streaming
+        return cls(
+            now,
+            raw_idle=raw,
+            keepalive_idle=policy.raw_idle_timeout if streaming and not keepalives else None,
+            first_byte=policy.first_byte_bound(body_size, raw) if streaming else None,
+            notice_every=policy.semantic_notice_interval,
+            semantic_timeout=policy.semantic_timeout,
+            wall_deadline=wall_deadline,
+            wall_budget=policy.wall_timeout,
+            adaptive=(policy.raw_idle_floor, learned) if adaptive else None,
+        )
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -331,6 +411,14 @@ class AttemptClock:
             gap = self.learned_gap
         return min(ceiling, max(self.adaptive_floor, ADAPTIVE_FACTOR * gap))
 
+    def wire_bound(self) -> tuple[float | None, bool]:
+        """``(bound, first_byte)``: the wire-silence bound a read is judged by now -- before the
+        first body byte the first-byte bound (``first_byte`` True, counted from the request being
+        sent), after it :meth:`raw_bound` (counted from each read's start); ``None``: none."""
+        if not self.body_started and self.first_byte_bound is not None:
+            return self.first_byte_bound, True
+        return self.raw_bound(), False
+
     def read_deadline(self, start: float) -> float:
         """When a read that started at ``start`` and got nothing is a wire-silence verdict:
         before the first body byte, the first-byte deadline (from the request being sent); after
@@ -338,10 +426,41 @@ class AttemptClock:
         whole, a silent or broken rest of the body only holds the connection."""
         if self.terminal is not None:
             return _INF
-        if not self.body_started and self.first_byte_bound is not None:
-            return self.sent_at + self.first_byte_bound
-        bound = self.raw_bound()
-        return _INF if bound is None else start + bound
+        bound, first_byte = self.wire_bound()
+        if bound is None:
+            return _INF
+        return self.sent_at + bound if first_byte else start + bound
+
+    def hints(self, enforce: bool) -> Hints:
+        """The :class:`Hints` for the reads that follow (in shadow mode, ``enforce`` False, only
+        the notices: nothing ends a read)."""
+        if self.terminal is not None:
+            return NO_HINTS
+        wake = self.next_notice_at()
+        if not enforce:
+            return Hints(wake)
+        stop = self.timed_deadline()
+        bound, first_byte = self.wire_bound()
+        if first_byte:
+            return Hints(wake, min(stop, self.sent_at + (bound or 0.0)), _INF)
+        return Hints(wake, stop, _INF if bound is None else bound)
+
+    def socket_bound(self, now: float) -> float | None:
+        """The read timeout an attempt's request carries at ``now`` (``None``: none): the largest
+        of its bounds -- the waking network stream, where a driver has one, ends reads earlier at
+        the phase's own bound -- never past the wall budget's remainder."""
+        bounds = [b for b in (self.first_byte_bound, self.raw_idle) if b is not None]
+        ours = max(bounds) if bounds else None
+        if self.wall_deadline is not None:
+            remaining = self.wall_deadline - now
+            ours = remaining if ours is None else min(ours, remaining)
+        return ours
+
+    def opaque(self, policy: Policy) -> None:
+        """The reply is not a stream (a JSON body, an HTML page): judged by the non-streaming raw
+        bound alone, with no first-byte phase."""
+        self.raw_idle = raw_bound_for(policy, False, False)
+        self.first_byte_bound = None
 
     def _deadlines(self) -> tuple[float, float, float]:
         """(semantic deadline, wall deadline, next notice): the time-based ones."""
@@ -395,12 +514,36 @@ class AttemptClock:
         deadline = self.read_deadline(start)
         if now < deadline:
             return None
-        if not self.body_started and self.first_byte_bound is not None:
-            verdict = RawSilenceExpired(deadline, self.first_byte_bound, self.phase, self.committed, True)
+        bound, first_byte = self.wire_bound()
+        if first_byte:
+            verdict = RawSilenceExpired(deadline, bound or 0.0, self.phase, self.committed, True)
         else:
             verdict = RawSilenceExpired(deadline, deadline - start, self.phase, self.committed)
         self.terminal = verdict
         return verdict
+
+    def wire_silence(self, now: float, committed: bool) -> RawSilenceExpired:
+        """A read that waited the whole socket timeout set for it got nothing (the HTTP library
+        ended it, not a waking read): the wire-silence verdict at ``now``. Records it."""
+        bound, first_byte = self.wire_bound()
+        verdict = RawSilenceExpired(now, bound or 0.0, self.phase, committed, first_byte)
+        self.terminal = verdict
+        return verdict
+
+    def observed_gap(self, now: float, committed: bool) -> RawSilenceExpired | None:
+        """Shadow mode: bytes (or an end) arrive at ``now``; if the silence before them ran past
+        the bound -- the first-byte one, or the raw one (learned, when adaptive) -- the verdict
+        that bound would have given, at its deadline (not recorded: shadow mode only reports).
+        Judged when the bytes arrive, so a paused reader can overstate the silence."""
+        if self.phase is Phase.DONE:
+            return None
+        bound, first_byte = self.wire_bound()
+        if bound is None:
+            return None
+        deadline = (self.sent_at if first_byte else self.last_raw) + bound
+        if now < deadline:
+            return None
+        return RawSilenceExpired(deadline, bound, self.phase, committed, first_byte)
 
     def poll_terminal(self, now: float) -> Terminal | None:
         """The time-based terminal verdict due at ``now`` (notices left for :meth:`poll`)."""

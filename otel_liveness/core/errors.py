@@ -11,7 +11,8 @@
     ├── ProviderError                  the retry budget is spent; names attempts and the last cause
     │   ├── RateLimited                ... and the last cause was a 429 / rate-limit error
     │   └── BodyNotReplayable          ... a retry was due, but the request body cannot be sent again
-    └── WallTimeout                    the request's wall budget expired; reports the budget
+    ├── WallTimeout                    the request's wall budget expired; reports the budget
+    └── IllegalInput (RuntimeError)    a driver fed the engine an input its state does not accept
 
 Failures of single attempts are not errors the caller sees: they are retried below it, or end
 as one of the errors above, and are reported (``response.extensions["liveness"]``, telemetry).
@@ -30,6 +31,7 @@ __all__ = [
     "BodyNotReplayable",
     "CorruptFrame",
     "FrameTooLarge",
+    "IllegalInput",
     "InvalidPolicy",
     "LivenessError",
     "MalformedStream",
@@ -202,6 +204,18 @@ class WallTimeout(LivenessError):
         self.attempts = attempts
         self.committed = committed
         self.prefix = prefix
+
+
+class IllegalInput(LivenessError, RuntimeError):
+    """An engine input arrived in a state where it is not legal (``headers`` before ``start``,
+    ``slept`` with no backoff running...): a bug in the driver feeding the engine, never the
+    provider's doing. ``input`` and ``state`` name the call and the request's state
+    (:data:`otel_liveness.core.state.INPUTS` says which inputs each state accepts)."""
+
+    def __init__(self, input: str, state: str) -> None:
+        super().__init__(f"engine input {input}() is not legal in state {state!r}")
+        self.input = input
+        self.state = state
 
 
 def liveness_error(exc: BaseException | None) -> LivenessError | None:

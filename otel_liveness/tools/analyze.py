@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.clocks import wake_at
 from ..core.commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Sleep
 from ..core.encoding import UnsupportedEncoding, decoder_for
 from ..core.engine import Engine, IOFailure
@@ -239,12 +240,12 @@ def _deliver(engine: Engine, start: float, chunk: Chunk) -> Command | bytes:
     fall due and deadlines end reads -- until ``chunk``'s time, then deliver it."""
     t = chunk.t
     while True:
-        wake = min(engine.wake_hint, engine.stop_hint, start + engine.raw_hint)
+        wake = wake_at(engine.wake_hint, engine.stop_hint, engine.raw_hint, start)
         if wake > t:
             break  # (what falls due at the record's own time comes first, as the clocks order it)
         if engine.woke(wake, start):
             return engine.timed_out(wake, TimeoutError("replayed read timeout"))
-        if min(engine.wake_hint, engine.stop_hint, start + engine.raw_hint) <= wake:
+        if wake_at(engine.wake_hint, engine.stop_hint, engine.raw_hint, start) <= wake:
             break  # nothing more falls due before the record
     data = chunk.data
     if isinstance(data, Mapping):

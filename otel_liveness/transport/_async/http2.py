@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ...core.clocks import stop_at
 from ...core.engine import Engine
 from .._backends import AsyncBackend
 from .network import H2_READ, READING, AsyncH2Wait, AsyncWakingBackend, AsyncWakingStream, StreamDeadline
@@ -145,9 +146,7 @@ class AsyncH2Stream:
         if engine.woke(start, start):  # delivers what is due, refreshes the hints
             await self._reset()
             raise self._timeout_error("the stream's deadline passed (HTTP/2)")
-        deadline = engine.stop_hint
-        if start + engine.raw_hint < deadline:
-            deadline = start + engine.raw_hint
+        deadline = stop_at(engine.stop_hint, engine.raw_hint, start)
         wait = AsyncH2Wait(engine, start)
         token = H2_READ.set(wait)
         chunk: bytes | None = None

@@ -29,6 +29,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
+from ...core.clocks import wake_at
 from ...core.engine import Engine
 from .._backends import AsyncBackend
 
@@ -69,12 +70,7 @@ class AsyncH2Wait:
     def due(self) -> float:
         """When something of this stream falls due: a notice, or a deadline of its own."""
         engine = self.engine
-        at = self.start + engine.raw_hint
-        if engine.stop_hint < at:
-            at = engine.stop_hint
-        if engine.wake_hint < at:
-            at = engine.wake_hint
-        return at
+        return wake_at(engine.wake_hint, engine.stop_hint, engine.raw_hint, self.start)
 
     def join(self, registry: set[AsyncH2Wait]) -> None:
         if self.registry is None:
@@ -121,8 +117,8 @@ class AsyncWakingBackend:
 
 
 class AsyncWakingStream:
-    """A network stream whose reads wake at the reading engine's hints (:attr:`Engine.wake_hint`,
-    :attr:`~Engine.stop_hint`, :attr:`~Engine.raw_hint`). Hints only ever move later, so a stale
+    """A network stream whose reads wake at the reading engine's hints (:attr:`Engine.hints`; a
+    read's wake time is :func:`~otel_liveness.core.clocks.wake_at`). Hints only ever move later, so a stale
     one can only wake a read early: the engine then delivers what is due, refreshes them, and the
     read goes back to waiting. A read that gets data first costs one clock read. On an HTTP/2
     connection (its first write is the preface) a read is judged by the stream it is made for."""
@@ -149,12 +145,7 @@ class AsyncWakingStream:
         start = now = clock()
         deadline = _INF if timeout is None else now + timeout
         while True:
-            wake = engine.wake_hint
-            stop = start + engine.raw_hint
-            if engine.stop_hint < stop:
-                stop = engine.stop_hint
-            if stop < wake:
-                wake = stop
+            wake = wake_at(engine.wake_hint, engine.stop_hint, engine.raw_hint, start)
             if wake >= deadline:
                 data = await inner.read(max_bytes, None if timeout is None else max(deadline - now, 0.001))
                 return data

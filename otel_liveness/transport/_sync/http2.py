@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ...core.clocks import stop_at
 from ...core.engine import Engine
 from .._backends import SyncBackend
 from .network import H2_READ, READING, SyncH2Wait, SyncWakingBackend, SyncWakingStream, StreamDeadline
@@ -146,9 +147,7 @@ class SyncH2Stream:
         if engine.woke(start, start):  # delivers what is due, refreshes the hints
             self._reset()
             raise self._timeout_error("the stream's deadline passed (HTTP/2)")
-        deadline = engine.stop_hint
-        if start + engine.raw_hint < deadline:
-            deadline = start + engine.raw_hint
+        deadline = stop_at(engine.stop_hint, engine.raw_hint, start)
         wait = SyncH2Wait(engine, start)
         token = H2_READ.set(wait)
         chunk: bytes | None = None

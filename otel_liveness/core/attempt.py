@@ -1,0 +1,343 @@
+"""One provider attempt: what it holds, what it released, and how it reads its body.
+
+The engine (:mod:`.engine`) decides; an :class:`Attempt` keeps the books of one attempt under
+those decisions -- the clock, the framer, the hold buffer, the released count and prefix, the
+flight recorder's capture -- and answers, for each read, which bytes go to the caller now.
+
+Holding rule ("one attempt visible"): before the first semantic frame, every byte of a streaming
+attempt is held; the read that carries the first semantic (or end) frame releases the held bytes
+and itself, in order (:meth:`Attempt.commit`, :meth:`Attempt.take_held`). From then on each read
+is released as it arrives (:meth:`Attempt.hold_or_release`), except the bytes from an in-band
+error frame onwards, which become a truncation instead (:meth:`Attempt.error_frame`). In shadow
+mode nothing is held: what would be held is only counted, so that a hold past the bound is
+reported as the malformed stream it would have been. Held heartbeats carry nothing for the
+caller: past :data:`HOLD_VERBATIM_BYTES` of held bytes (an SSE body, not content-encoded), the
+held bytes are replaced by the frames that are not heartbeats plus the frame in progress, so that
+what is released at the first content stays small however long a peer flooded comments or pings.
+
+A 2xx JSON body on a streaming request is *probed* (:meth:`Attempt.probe_read`): kept -- held,
+unless in shadow mode -- until its first key tells an error object from a reply.
+
+What a truncation carries: ``released`` (exact), the raw head of the released bytes up to
+``Policy.max_prefix_bytes`` (:meth:`Attempt.keep`), and on the Anthropic wires the partial
+message, decoded from the framer's journal of the whole reply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import errors as E
+from .capture import new_capture
+from .clocks import AttemptClock
+from .encoding import Decoder
+from .events import CaptureItem
+from .framing import Framer, SSEFramer
+from .outcome import AttemptRecord, Completion, FrameKind
+from .policy import Policy
+from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type
+from .retry import Failure, FailureKind
+
+__all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt"]
+
+_SEMANTIC = FrameKind.SEMANTIC
+_END = FrameKind.END
+_ERROR = FrameKind.ERROR
+#: Held bytes (before content) replayed byte for byte; past this, held heartbeats are dropped.
+HOLD_VERBATIM_BYTES = 16 * 1024
+#: A 2xx JSON body on a streaming request is held up to this size to tell an error object from a
+#: reply (an error envelope is a few hundred bytes); a longer body is a reply, released as it comes.
+JSON_PROBE_BYTES = 64 * 1024
+
+
+class Attempt:
+    """One provider attempt's books (engine-private: the engine is its only writer).
+
+    ``enforce`` is the engine's (False in shadow mode); ``lane_class`` the steady lane's class the
+    engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
+    references in :attr:`prefix`.
+    """
+
+    def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
+                 *, streaming: bool, enforce: bool, lane_class: Callable[..., Any]) -> None:
+        self.index = index
+        self.record = AttemptRecord(index=index, started=started)
+        self.record.first_byte_bound = clock.first_byte_bound
+        self.clock = clock
+        self.policy = policy
+        self.enforce = enforce
+        self.framer: Framer = SSEFramer(profile, policy.max_frame_bytes, policy.max_partial_bytes)
+        self.streaming = streaming  # judged as a stream (SSE) rather than an opaque body
+        self.decoder: Decoder | None = None
+        self.held: list[bytes] = []
+        self.held_decoded: list[bytes] = []
+        self.held_bytes = 0
+        self.committed = False  # content was released to the caller
+        self.done = False  # an end frame arrived (or the reply's stop reason, at a close or EOF)
+        self.ended = False
+        self.completion: Completion | None = None
+        self.prefix: list[bytes] = []  # released bytes (references), up to max_prefix_bytes
+        self.prefix_room = policy.max_prefix_bytes
+        self.released = 0
+        #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`).
+        self.capture: list[tuple[float, CaptureItem]] | None = (
+            new_capture(policy, profile.name) if policy.capture_dir else None)
+        self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
+        self.lane = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
+        self.lane.attach(SSEFramer.scanner_of(self.framer))
+        self.error: Failure | None = None  # an in-band error frame arrived
+        #: A 2xx JSON body on a streaming request, kept (held, unless in shadow mode) until it is
+        #: whole or past JSON_PROBE_BYTES: an error object is an in-band provider error.
+        self.probe: list[bytes] | None = None
+        self.probe_bytes = 0
+        self.shaped: bool | None = None  # the probed body's first key: an error's (True), a reply's (False)
+        self.observed: Failure | None = None  # shadow mode: what would have ended the attempt
+        #: The socket read timeout set on the attempt's request is ours, not the caller's: a read
+        #: that hits it waited out our bound (a wire-silence verdict), not the caller's.
+        self.socket_timeout_ours = False
+        #: A terminal verdict a waking read ended at (``Engine.woke``), answered by ``timed_out``.
+        self.expired: Any = None
+
+    # -- what the attempt is --------------------------------------------------------------------
+
+    def set_framer(self, framer: Framer) -> None:
+        """The response's framer (the steady lane admits reads through an SSE framer's scanner)."""
+        self.framer = framer
+        self.lane.attach(SSEFramer.scanner_of(framer))
+
+    @property
+    def retained(self) -> int:
+        """Bytes this attempt keeps for the caller: the released prefix, what is held, and the
+        framer's frame in progress and journal."""
+        return sum(map(len, self.prefix)) + self.held_bytes + self.probe_bytes + self.framer.retained
+
+    @property
+    def steady(self) -> bool:
+        """Whether the steady lane may take this attempt's next reads: a live stream after
+        content, not encoded, with no error or shadow observation pending and no recorder
+        capturing, framed by an SSE framer (the lane reads through its scanner)."""
+        return (
+            self.committed
+            and self.streaming
+            and self.decoder is None
+            and not self.done
+            and self.error is None
+            and self.observed is None
+            and self.capture is None
+            and not self.ended
+            and isinstance(self.framer, SSEFramer)
+        )
+
+    def finished_reply(self) -> bool:
+        """The wire carried the reply's stop reason (Anthropic ``message_delta.stop_reason``, an
+        OpenAI ``finish_reason``, a Gemini ``finishReason``, the Anthropic events inside Bedrock's
+        chunks) and it was released: the reply is whole even if the body is not over. Marks the
+        attempt done (completion ``finish_then_close``) when so."""
+        if self.done:
+            return True
+        if not (self.committed and self.streaming and self.error is None
+                and self.framer.facts.stop_reason is not None):
+            return False
+        self.finish(Completion.FINISH_THEN_CLOSE)
+        return True
+
+    def finish(self, completion: Completion) -> None:
+        """The reply is whole (``completion`` says how that was known)."""
+        self.done = True
+        self.completion = completion
+
+    def absorb_lane(self) -> None:
+        """Apply the steady lane's reads to the clock, the released count and the prefix room."""
+        lane = self.lane
+        if lane.reads:
+            reads, nbytes, last, max_gap, room, frames = lane.take()
+            self.clock.semantic_reads(reads, nbytes, last, max_gap, frames)
+            self.released += nbytes
+            self.prefix_room = room
+
+    def arm_lane(self) -> None:
+        """Open the lane for the reads that follow while :attr:`steady`; close it otherwise."""
+        if self.steady:
+            horizon, step, wall = self.clock.steady()
+            self.lane.open(horizon, step, wall, self.clock.last_raw, self.prefix_room)
+        else:
+            self.lane.close()
+
+    def capture_item(self, now: float, item: CaptureItem) -> None:
+        """Record ``item`` at ``now`` when the flight recorder is capturing this attempt."""
+        if self.capture is not None:
+            self.capture.append((now - self.clock.started, item))
+
+    def capture_end(self, now: float) -> None:
+        """The capture's last record: the attempt ended here (unless a body end or an I/O failure
+        already closes it)."""
+        capture = self.capture
+        if capture is not None and (not capture or not (capture[-1][1] is None or isinstance(capture[-1][1], str))):
+            capture.append((now - self.clock.started, "end"))
+
+    # -- releasing ------------------------------------------------------------------------------
+
+    def keep(self, data: bytes) -> None:
+        """Count ``data`` as released and keep it in the prefix while room lasts."""
+        if self.prefix_room > 0 and data:
+            kept = data[: self.prefix_room]
+            self.prefix.append(kept)
+            self.prefix_room -= len(kept)
+
+    def release(self, data: bytes, decoded: bytes) -> bytes:
+        """``data`` goes to the caller; the prefix keeps ``decoded`` (the same bytes unless the
+        response is content-encoded)."""
+        self.released += len(data)
+        self.keep(decoded if self.decoder is not None else data)
+        return data
+
+    def commit(self) -> None:
+        """Content goes to the caller from now on: failures are truncations."""
+        self.committed = True
+        self.clock.released()
+        self.framer.hold(False)
+
+    def take_held(self) -> bytes:
+        held = b"".join(self.held)
+        self.held.clear()
+        self.held_bytes = 0
+        return held
+
+    def take_held_decoded(self) -> bytes:
+        if self.decoder is None:
+            return b""
+        held = b"".join(self.held_decoded)
+        self.held_decoded.clear()
+        return held
+
+    def release_held(self, chunk: bytes, data: bytes) -> bytes:
+        """The first content: commit, and release what was held followed by ``chunk``."""
+        self.commit()
+        return self.release(self.take_held() + chunk, self.take_held_decoded() + data)
+
+    def hold_or_release(self, chunk: bytes, data: bytes) -> bytes:
+        """A read with no content of its own: held before content (counted only, in shadow
+        mode), released after it. Raises :class:`~.errors.MalformedStream` when what was held
+        before content passes ``Policy.max_frame_bytes``."""
+        if self.committed:
+            return self.release(chunk, data)
+        if not self.enforce:
+            self.held_bytes += len(chunk)
+            if self.held_bytes > HOLD_VERBATIM_BYTES:
+                replay = self.framer.replay()
+                if replay is not None:
+                    self.held_bytes = sum(map(len, replay))
+            self._check_held()
+            return self.release(chunk, data)
+        self.held.append(chunk)
+        if self.decoder is not None:
+            self.held_decoded.append(data)
+        self.held_bytes += len(chunk)
+        if self.held_bytes > HOLD_VERBATIM_BYTES:
+            replay = self.framer.replay()  # the held frames that are not heartbeats (None: verbatim)
+            if replay is not None:
+                self.held = replay
+                self.held_bytes = sum(map(len, replay))
+        self._check_held()
+        return b""
+
+    def _check_held(self) -> None:
+        limit = self.policy.max_frame_bytes
+        if self.held_bytes > limit:
+            raise E.MalformedStream(f"{self.held_bytes} bytes arrived before any content (bound {limit})")
+
+    def opaque_read(self, chunk: bytes) -> bytes:
+        """A read of a body that is not judged as a stream: probed, or released as it arrives."""
+        if self.probe is not None:
+            return self.probe_read(chunk)
+        self.committed = True
+        return self.release(chunk, chunk)
+
+    def unjudged(self, chunk: bytes) -> bytes:
+        """Shadow mode: the body could not be judged (a frame over the bound, a corrupt frame, an
+        encoding that fails, a fault of the judging itself). Enforcement would have ended the
+        request as malformed: that is recorded; the body goes on to the caller as it comes,
+        ``chunk`` included, unjudged (raw clock only) -- shadow never changes what the caller
+        receives."""
+        if self.observed is None:
+            self.observed = Failure(FailureKind.MALFORMED, self.clock.phase, self.committed)
+        self.streaming = False
+        self.decoder = None
+        self.committed = True
+        return self.release(chunk, chunk)
+
+    # -- a JSON body probed ---------------------------------------------------------------------
+
+    def probe_read(self, chunk: bytes) -> bytes:
+        """A read of a 2xx JSON body on a streaming request. Kept -- held, unless in shadow mode --
+        until its first key tells (:func:`~.providers.json_error_shaped`): a reply is released
+        from then on as it comes; an error-shaped body is kept until whole (:meth:`probed` judges
+        it at the end), or past :data:`JSON_PROBE_BYTES` released as the reply it then is."""
+        probe = self.probe
+        assert probe is not None
+        probe.append(chunk)
+        self.probe_bytes += len(chunk)
+        shaped = self.shaped
+        if shaped is None:
+            shaped = self.shaped = json_error_shaped(b"".join(probe)[:512])
+        if shaped is False or self.probe_bytes > JSON_PROBE_BYTES:
+            self.probe = None
+            self.probe_bytes = 0
+            self.committed = True
+            if self.enforce:
+                body = b"".join(probe)
+                return self.release(body, body)
+            return self.release(chunk, chunk)
+        if self.enforce:
+            return b""
+        self.committed = True
+        return self.release(chunk, chunk)
+
+    def probed(self) -> tuple[str | None, bytes]:
+        """The probed JSON body is whole: ``(error type, b"")`` when it is an error object (the
+        engine judges it as the in-band provider error it is), else ``(None, the bytes to
+        release now)`` (in shadow mode the reply already was: ``b""``)."""
+        probe = self.probe
+        assert probe is not None
+        self.probe = None
+        self.probe_bytes = 0
+        body = b"".join(probe)
+        error_type = json_error_type(body)
+        if error_type is not None:
+            return error_type, b""
+        if not self.enforce:
+            return None, b""
+        self.committed = True
+        return None, self.release(body, body)
+
+    # -- an in-band error frame -----------------------------------------------------------------
+
+    def error_frame(self, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> tuple[Failure, bytes]:
+        """An in-band error frame in this read: the failure (kept as :attr:`error`, or as
+        :attr:`observed` in shadow mode) and the bytes to release -- the content before it (in
+        earlier reads or this one); the error frame and anything after it are not (unless in
+        shadow mode). An encoded read cannot be split, so none of it is released."""
+        first_error = kinds.index(_ERROR)
+        content_first = _SEMANTIC in kinds[:first_error] or _END in kinds[:first_error]
+        splittable = self.decoder is None
+        committed = self.committed or (content_first and splittable)
+        failure = Failure(FailureKind.ERROR_EVENT, self.clock.phase, committed, error_type=self.framer.facts.error_type)
+        if self.enforce:
+            self.error = failure
+        elif self.observed is None:
+            self.observed = failure
+        if not self.enforce:
+            if content_first and not self.committed:
+                self.commit()
+            return failure, self.release(chunk, data)
+        if not committed:
+            return failure, b""  # pre-content: the whole attempt is discarded and retried
+        if not splittable:
+            self.framer.retract()  # nothing of this read was released: nor is its content partial
+            return failure, b""
+        head = chunk[: self.framer.error_offset(chunk)]
+        if not self.committed:
+            self.commit()
+            head = self.take_held() + head
+        return failure, self.release(head, head)

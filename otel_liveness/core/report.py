@@ -1,0 +1,248 @@
+"""The ending sequence, and the errors a request ends with.
+
+Every attempt ends exactly once and every request exactly once, in one order -- the attempt's
+record filled in, the recorder's capture closed, :class:`~.events.AttemptEnded` to the hooks;
+then, when the request is over, its report's stop reason and duration, the published report
+refreshed, :class:`~.events.RequestEnded` to the hooks. :class:`Reporter` runs that sequence and
+owns what it writes: the :class:`~.outcome.RequestReport`, the published dict the caller holds as
+``response.extensions["liveness"]``, and the hooks (a hook that raises is counted, never felt by
+the application).
+
+The functions below name what the engine decided: the outcome and ``error.type`` of a failure,
+the stop reason of a decision, and the typed error (a :class:`~.commands.Fail`) a request ends
+with -- exhausted, rejected, rate limited, truncated, out of wall budget, malformed, or with a
+body that cannot be sent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import errors as E
+from .attempt import Attempt
+from .clocks import RawSilenceExpired, SemanticTimeoutExpired, Terminal
+from .commands import Fail
+from .events import AttemptEnded, Event, Hook, RequestEnded
+from .memory import CadenceMemory
+from .outcome import AttemptOutcome, Phase, RequestReport, StopReason
+from .retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome
+
+__all__ = [
+    "Reporter",
+    "error_type",
+    "failure_kind",
+    "malformed",
+    "not_replayable",
+    "observed_stop",
+    "provider_error",
+    "stop_reason",
+    "truncation",
+    "verdict_outcome",
+    "wall_timeout",
+]
+
+
+class Reporter:
+    """The ending sequence of one request and its attempts (see the module docstring)."""
+
+    def __init__(self, report: RequestReport, start_time: float, hooks: tuple[Hook, ...],
+                 on_hook_error: Callable[[Hook, Exception], None] | None, cadence: CadenceMemory | None,
+                 host: str) -> None:
+        self.report = report
+        self.start_time = start_time
+        self.hooks = hooks
+        self.on_hook_error = on_hook_error
+        self.hook_errors = 0
+        self.cadence = cadence
+        self.host = host
+        self.published: dict[str, Any] = {}
+        self.publish()
+
+    def emit(self, event: Event) -> None:
+        for hook in self.hooks:
+            try:
+                hook(event)
+            except Exception as exc:  # noqa: BLE001 - a hook must never change what the application receives
+                self.hook_errors += 1
+                if self.on_hook_error is not None:
+                    self.on_hook_error(hook, exc)
+
+    def publish(self) -> None:
+        """Refresh :attr:`published` in place (the caller holds a reference to it)."""
+        published = self.published
+        published.clear()
+        published.update(self.report.to_dict())
+
+    def end_attempt(self, now: float, attempt: Attempt, outcome: AttemptOutcome, error_type: str | None) -> None:
+        """The attempt is over (the caller runs this once per attempt): its lane closed, its
+        capture closed, its record filled in, :class:`~.events.AttemptEnded` emitted."""
+        attempt.ended = True
+        attempt.lane.close()
+        attempt.capture_end(now)
+        self._finish_record(now, attempt, outcome, error_type)
+        self.emit(AttemptEnded(self.report, attempt.record, attempt.capture))
+
+    def end_request(self, now: float, stop: StopReason, cause: str | None) -> None:
+        """The request is over (the caller runs this once per request)."""
+        report = self.report
+        report.stop_reason = stop
+        if cause is not None:
+            report.cause = cause
+        elif stop is StopReason.COMPLETED or stop is StopReason.REDIRECTED:
+            report.cause = None
+        report.duration = now - self.start_time
+        self.publish()
+        self.emit(RequestEnded(report, stop))
+
+    def _finish_record(self, now: float, attempt: Attempt, outcome: AttemptOutcome, error_type: str | None) -> None:
+        clock = attempt.clock
+        record = attempt.record
+        raw_bound = clock.raw_bound()
+        max_heartbeat_gap = clock.max_heartbeat_gap
+        if clock.adaptive and clock.heartbeat_gaps and self.cadence is not None:
+            self.cadence.remember(self.host, max_heartbeat_gap)
+        record.raw_idle = now - clock.last_raw  # before finished(), which counts the end as raw progress
+        clock.finished(now)
+        record.outcome = outcome
+        record.error_type = error_type
+        record.phase = Phase.DONE if attempt.done else clock.phase
+        record.duration = now - clock.started
+        record.time_to_first_byte = clock.first_byte
+        record.time_to_first_semantic = clock.first_semantic
+        record.semantic_idle = 0.0 if attempt.done else now - clock.last_semantic
+        record.max_raw_gap = clock.max_raw_gap
+        record.max_semantic_gap = clock.max_semantic_gap
+        record.max_heartbeat_gap = max_heartbeat_gap
+        record.raw_bound = raw_bound
+        record.heartbeats = clock.heartbeats
+        record.frames = clock.frames
+        record.bytes_received = clock.bytes
+        record.completion = attempt.completion if outcome is AttemptOutcome.COMPLETED else None
+        record.committed = attempt.committed
+        facts = attempt.framer.facts
+        record.response_id = facts.response_id
+        record.usage = dict(facts.usage)
+        record.stop_detail = facts.stop_reason
+        if facts.model and not self.report.model:
+            self.report.model = facts.model
+        if facts.stop_reason:
+            self.report.stop_detail = facts.stop_reason
+
+
+# -- naming what was decided ----------------------------------------------------------------------
+
+
+def failure_kind(verdict: Terminal) -> FailureKind:
+    """The failure a terminal clock verdict is."""
+    if isinstance(verdict, RawSilenceExpired):
+        return FailureKind.FIRST_BYTE_TIMEOUT if verdict.first_byte else FailureKind.RAW_SILENCE
+    if isinstance(verdict, SemanticTimeoutExpired):
+        return FailureKind.SEMANTIC_TIMEOUT
+    return FailureKind.WALL_BUDGET
+
+
+def verdict_outcome(verdict: Terminal) -> AttemptOutcome:
+    """The outcome a terminal verdict names (the failure table's, before any commitment)."""
+    return attempt_outcome(Failure(failure_kind(verdict)))
+
+
+def observed_stop(failure: Failure) -> StopReason:
+    """Shadow mode: why the request would have stopped, had ``failure`` been enforced without retries."""
+    if failure.kind is FailureKind.WALL_BUDGET:
+        return StopReason.WALL_BUDGET
+    if failure.kind is FailureKind.MALFORMED:
+        return StopReason.MALFORMED
+    if failure.committed:
+        return StopReason.TRUNCATED
+    return StopReason.REJECTED if attempt_outcome(failure) is AttemptOutcome.REJECTED else StopReason.EXHAUSTED
+
+
+def stop_reason(decision: Decision) -> StopReason:
+    """Why a request whose last failure got ``decision`` (not a retry) stopped."""
+    if isinstance(decision, GiveUp):
+        return StopReason.RATE_LIMITED if decision.rate_limited else StopReason.EXHAUSTED
+    if isinstance(decision, Reject):
+        return StopReason.REJECTED
+    return StopReason.TRUNCATED
+
+
+def error_type(failure: Failure) -> str:
+    """The ``error.type`` value: the in-band error type, the status code, or the failure kind."""
+    if failure.kind is FailureKind.STATUS:
+        return str(failure.status)
+    if failure.kind is FailureKind.ERROR_EVENT:
+        return failure.error_type or "error_event"
+    return failure.kind.value
+
+
+# -- the errors a request ends with ---------------------------------------------------------------
+
+
+def _plural(attempts: int) -> str:
+    return f"{attempts} attempt{'s' if attempts != 1 else ''}"
+
+
+def provider_error(failure: Failure, decision: GiveUp | Reject, attempts: int) -> Fail:
+    """Retries ran out (or the failure is not retried): :class:`~.errors.ProviderError`, or
+    :class:`~.errors.RateLimited` when the last answer was a rate limit."""
+    rate_limited = isinstance(decision, GiveUp) and decision.rate_limited
+    verb = "failed" if isinstance(decision, GiveUp) else "rejected the request"
+    return Fail(
+        E.RateLimited if rate_limited else E.ProviderError,
+        failure.kind.value,
+        (f"provider {verb} after {_plural(attempts)}; last cause: {failure.cause}",),
+        {"attempts": attempts, "last_cause": failure.cause, "status": failure.status,
+         "error_type": failure.error_type},
+    )
+
+
+def not_replayable(failure: Failure, problem: str, attempts: int, limit: int) -> Fail:
+    """A retry was due but the request body cannot be sent again."""
+    return Fail(
+        E.BodyNotReplayable,
+        failure.kind.value,
+        (f"provider failed after {_plural(attempts)} (last cause: {failure.cause}) "
+         f"and the request body cannot be sent again: a stream longer than the {limit}-byte replay bound",),
+        {"attempts": attempts, "last_cause": failure.cause, "status": failure.status,
+         "error_type": failure.error_type, "reason": problem, "limit": limit},
+    )
+
+
+def truncation(attempt: Attempt, failure: Failure, attempts: int) -> Fail:
+    """Content was released and the stream failed: :class:`~.errors.StreamTruncated`, with the
+    released count, the raw head kept and the decoded partial message."""
+    cause = failure.cause
+    prefix = b"".join(attempt.prefix)
+    return Fail(
+        E.StreamTruncated,
+        cause.split(":")[0],
+        (f"stream truncated after {attempt.released} bytes of content; cause: {cause}",),
+        {"prefix": prefix, "cause": cause, "partial": attempt.framer.partial(prefix), "attempts": attempts,
+         "error_type": failure.error_type, "released": attempt.released},
+    )
+
+
+def wall_timeout(budget: float, attempt: Attempt | None, attempts: int) -> Fail:
+    """The wall-clock budget ran out (during an attempt, or in a backoff: ``attempt`` None)."""
+    committed = bool(attempt is not None and attempt.committed)
+    return Fail(
+        E.WallTimeout,
+        "wall_budget",
+        (f"wall-clock budget of {budget:g}s expired" + (" after content was released" if committed
+                                                           else " before any content"),),
+        {"budget": budget, "attempts": attempts, "committed": committed,
+         "prefix": b"".join(attempt.prefix) if attempt is not None else b""},
+    )
+
+
+def malformed(exc: Exception) -> Fail:
+    """The body could not be read as its framing says (a frame over the bound, a corrupt frame,
+    an encoding that fails)."""
+    if isinstance(exc, E.FrameTooLarge):
+        return Fail(E.FrameTooLarge, "malformed", (exc.size, exc.limit), {"what": exc.what})
+    if isinstance(exc, E.CorruptFrame):
+        return Fail(E.CorruptFrame, "malformed", (exc.what, exc.detail), {
+            "offset": exc.offset, "expected": exc.expected, "actual": exc.actual})
+    message = str(exc) if isinstance(exc, E.MalformedStream) else f"the body could not be decoded: {exc}"
+    return Fail(type(exc) if isinstance(exc, E.MalformedStream) else E.MalformedStream, "malformed", (message,), {})
