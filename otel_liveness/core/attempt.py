@@ -31,9 +31,9 @@ from typing import Any
 from . import errors as E
 from .capture import new_capture
 from .clocks import AttemptClock
-from .encoding import Decoder
+from .encoding import Decoder, UnsupportedEncoding, decoder_for
 from .events import CaptureItem
-from .framing import Framer, SSEFramer
+from .framing import Framer, SSEFramer, framer_for
 from .outcome import AttemptRecord, Completion, FrameKind
 from .policy import Policy
 from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type
@@ -41,9 +41,12 @@ from .retry import Failure, FailureKind
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt"]
 
+_HEARTBEAT = FrameKind.HEARTBEAT
 _SEMANTIC = FrameKind.SEMANTIC
 _END = FrameKind.END
 _ERROR = FrameKind.ERROR
+_SSE = "text/event-stream"
+_EVENTSTREAM = "application/vnd.amazon.eventstream"
 #: Held bytes (before content) replayed byte for byte; past this, held heartbeats are dropped.
 HOLD_VERBATIM_BYTES = 16 * 1024
 #: A 2xx JSON body on a streaming request is held up to this size to tell an error object from a
@@ -56,12 +59,18 @@ class Attempt:
 
     ``enforce`` is the engine's (False in shadow mode); ``lane_class`` the steady lane's class the
     engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
-    references in :attr:`prefix`.
+    references in :attr:`prefix`. ``on_heartbeats`` and ``on_error_frame`` are how the engine
+    hears of the heartbeats and the in-band error frame a read carried (it emits their events).
     """
 
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
-                 *, streaming: bool, enforce: bool, lane_class: Callable[..., Any]) -> None:
+                 *, streaming: bool, enforce: bool, lane_class: Callable[..., Any],
+                 on_heartbeats: Callable[[Attempt, float, int], None] = lambda attempt, now, count: None,
+                 on_error_frame: Callable[[Attempt, float, Failure], None] = lambda attempt, now, failure: None,
+                 ) -> None:
         self.index = index
+        self.on_heartbeats = on_heartbeats
+        self.on_error_frame = on_error_frame
         self.record = AttemptRecord(index=index, started=started)
         self.record.first_byte_bound = clock.first_byte_bound
         self.clock = clock
@@ -175,6 +184,90 @@ class Attempt:
         capture = self.capture
         if capture is not None and (not capture or not (capture[-1][1] is None or isinstance(capture[-1][1], str))):
             capture.append((now - self.clock.started, "end"))
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def read_as(self, content_type: str, encoding: str | None, profile: ProviderProfile) -> bool:
+        """The response headers say how the body is read (``content_type`` lower-case,
+        ``encoding`` the ``content-encoding`` header or ``None``): a stream (SSE, or Amazon's
+        event stream) is scanned with ``profile``'s framer and held; any other 2xx body is
+        opaque -- judged by the non-streaming raw bound, released as it comes -- except a JSON
+        one on a streaming request, probed (held until its first key tells an error object from
+        a reply). Answers True when the body is held (the caller gets the response at its first
+        content), False when the response goes to the caller now."""
+        if content_type.startswith(_SSE) or content_type.startswith(_EVENTSTREAM):
+            self.streaming = True  # a non-streaming request's stream (found late) keeps its raw bound
+            self.set_framer(framer_for(profile, self.policy.max_frame_bytes, content_type,
+                                       self.policy.max_partial_bytes))
+            if encoding:
+                try:
+                    self.decoder = decoder_for(encoding)
+                except UnsupportedEncoding:
+                    self.streaming = False  # cannot be read: released as it comes, raw clock only
+        elif self.streaming:
+            self.streaming = False
+            self.clock.opaque(self.policy)
+            if "json" in content_type and (encoding is None or encoding == "identity"):
+                self.probe = []
+                if self.enforce:
+                    return True
+        if self.streaming and self.decoder is None:
+            self.framer.hold(True)  # for a replay without held heartbeats (hold_or_release)
+        if not self.streaming or not self.enforce:
+            if not self.streaming:
+                self.committed = True
+            return False
+        return True
+
+    def read(self, now: float, chunk: bytes) -> bytes:
+        """One read of the body (its bytes already counted on the clock): the bytes to release
+        now (possibly ``b""``)."""
+        if not self.streaming:
+            return self.opaque_read(chunk)
+        data = self.decoder.decode(chunk) if self.decoder is not None else chunk
+        return self._judge(now, chunk, data, self.framer.feed(data))
+
+    def end_of_body(self, now: float, eof_is_end: bool) -> bytes:
+        """The end of a scanned body: the last frames, and whether the reply is whole -- an end
+        frame, the reply's stop reason released (``finish_then_eof``), or, for a wire whose end
+        is the body's (``eof_is_end``), the end itself. A final frame whose lines are complete
+        but lack the closing blank line is dispatched (as the SDKs read it); a cut line is not.
+        Answers the bytes to release."""
+        data = b""
+        if self.decoder is not None:
+            data = self.decoder.flush()
+        kinds = self.framer.feed(data) if data else []
+        kinds += self.framer.close()
+        release = b""
+        if kinds:
+            release = self._judge(now, b"", data, kinds)
+        if self.error is not None:
+            return release
+        if not self.done and self.framer.facts.stop_reason is not None and self.committed:
+            self.finish(Completion.FINISH_THEN_EOF)
+        if not self.done and eof_is_end:
+            self.finish(Completion.EOF)
+        if self.done and not self.committed:
+            release = self.release_held(b"", b"")
+        return release
+
+    def _judge(self, now: float, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> bytes:
+        """Apply the frames of one read (``data`` is ``chunk`` decoded) and answer what to release."""
+        if not kinds:
+            return self.hold_or_release(chunk, data)
+        self.clock.frames_at(now, kinds)
+        heartbeats = kinds.count(_HEARTBEAT)
+        if heartbeats:
+            self.on_heartbeats(self, now, heartbeats)
+        if _END in kinds:
+            self.finish(Completion.END_FRAME)
+        if _ERROR in kinds:
+            failure, release = self.error_frame(chunk, data, kinds)
+            self.on_error_frame(self, now, failure)
+            return release
+        if not self.committed and (_SEMANTIC in kinds or _END in kinds):
+            return self.release_held(chunk, data)
+        return self.hold_or_release(chunk, data)
 
     # -- releasing ------------------------------------------------------------------------------
 

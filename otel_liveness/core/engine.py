@@ -60,7 +60,6 @@ from .clocks import (
     WallBudgetExpired,
 )
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
-from .encoding import UnsupportedEncoding, decoder_for
 from .events import (
     AttemptStarted,
     Heartbeats,
@@ -70,10 +69,9 @@ from .events import (
     SemanticNotice,
     Verdict,
 )
-from .framing import framer_for
 from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
-from .outcome import AttemptOutcome, Completion, FrameKind, NoticeKind, RequestReport, StopReason
+from .outcome import AttemptOutcome, Completion, NoticeKind, RequestReport, StopReason
 from .policy import Policy
 from .providers import PROFILES, profile_for, semconv_provider
 from .request import RequestFacts
@@ -82,11 +80,6 @@ from .state import INPUTS, TRANSITIONS, State
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
 
-_HEARTBEAT = FrameKind.HEARTBEAT
-_SEMANTIC = FrameKind.SEMANTIC
-_END = FrameKind.END
-_ERROR = FrameKind.ERROR
-_SSE = "text/event-stream"
 _EVENTSTREAM = "application/vnd.amazon.eventstream"
 _IDLE, _SENDING, _HOLDING, _RESPONDED, _SLEEPING, _EXPIRING, _ENDED = State
 
@@ -277,37 +270,10 @@ class Engine:
             self.profile = PROFILES["bedrock"]  # the response says what the URL did not
             self.report.provider = self.profile.name
             self.report.provider_name = semconv_provider(self.profile.name, self.facts.host)
-        if content_type.startswith(_SSE) or content_type.startswith(_EVENTSTREAM):
-            if not self.facts.streaming:
-                attempt.streaming = True  # found late: scanned, but keeps the non-streaming raw bound
-            attempt.set_framer(framer_for(self.profile, self.policy.max_frame_bytes, content_type,
-                                          self.policy.max_partial_bytes))
-            encoding = headers.get("content-encoding", "")
-            if encoding:
-                try:
-                    attempt.decoder = decoder_for(encoding)
-                except UnsupportedEncoding:
-                    attempt.streaming = False  # cannot be read: released as it comes, raw clock only
-        elif attempt.streaming:
-            # A 2xx that is not a stream (a JSON body, an HTML page): judged as a non-streaming
-            # body. A JSON one may be a gateway's error object ({"type":"error",...} or
-            # {"error":{...}}): held until whole (up to JSON_PROBE_BYTES) to tell (Attempt.probe_read);
-            # any other body is released as it comes.
-            attempt.streaming = False
-            clock.opaque(self.policy)
-            if "json" in content_type and headers.get("content-encoding", "identity") == "identity":
-                attempt.probe = []
-                if self.enforce:
-                    self._refresh_hints()
-                    return READ
-        if attempt.streaming and attempt.decoder is None:
-            attempt.framer.hold(True)  # for a replay without held heartbeats (Attempt.hold_or_release)
-        if not attempt.streaming or not self.enforce:
-            if not attempt.streaming:
-                attempt.committed = True
-            return self._respond()
-        self._refresh_hints()
-        return READ
+        if attempt.read_as(content_type, headers.get("content-encoding"), self.profile):
+            self._refresh_hints()
+            return READ  # held: the caller gets the response at the first content
+        return self._respond()
 
     @_input
     def received(self, now: float, chunk: bytes) -> Command | bytes:
@@ -325,7 +291,7 @@ class Engine:
             self._observe_gap(now, attempt)
         clock.received(now, len(chunk))
         try:
-            release = self._feed(now, attempt, chunk)
+            release = attempt.read(now, chunk)
         except Exception as exc:
             if self.enforce:
                 if isinstance(exc, (E.MalformedStream, ValueError)):
@@ -360,7 +326,7 @@ class Engine:
         release = b""
         if attempt.streaming:
             try:
-                release = self._close_stream(now, attempt)
+                release = attempt.end_of_body(now, self.profile.eof_is_end)
             except Exception as exc:
                 if self.enforce:
                     if isinstance(exc, (E.MalformedStream, ValueError)):
@@ -508,7 +474,8 @@ class Engine:
                                          body_size=facts.body_size, learned=learned,
                                          wall_deadline=self.wall_deadline)
         attempt = Attempt(len(self.report.attempts), now - self.start_time, clock, policy, self.profile,
-                          streaming=streaming, enforce=self.enforce, lane_class=Lane)
+                          streaming=streaming, enforce=self.enforce, lane_class=Lane,
+                          on_heartbeats=self._heartbeats, on_error_frame=self._error_frame)
         self.attempt = attempt
         self.report.attempts.append(attempt.record)
         self._first = []
@@ -532,55 +499,12 @@ class Engine:
         attempt.socket_timeout_ours = True
         return max(ours, 0.001)
 
-    def _feed(self, now: float, attempt: Attempt, chunk: bytes) -> bytes:
-        """Consume one read; return the bytes to release now (possibly ``b""``)."""
-        if not attempt.streaming:
-            return attempt.opaque_read(chunk)
-        data = attempt.decoder.decode(chunk) if attempt.decoder is not None else chunk
-        kinds = attempt.framer.feed(data)
-        return self._judge(now, attempt, chunk, data, kinds)
+    def _heartbeats(self, attempt: Attempt, now: float, count: int) -> None:
+        self._emit(Heartbeats(self.report, attempt.index, self.since(now), count, attempt.clock.heartbeats))
 
-    def _judge(self, now: float, attempt: Attempt, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> bytes:
-        """Apply the frames of one read (``data`` is ``chunk`` decoded) and answer what to release."""
-        if not kinds:
-            return attempt.hold_or_release(chunk, data)
-        clock = attempt.clock
-        clock.frames_at(now, kinds)
-        heartbeats = kinds.count(_HEARTBEAT)
-        if heartbeats:
-            self._emit(Heartbeats(self.report, attempt.index, self.since(now), heartbeats, clock.heartbeats))
-        if _END in kinds:
-            attempt.finish(Completion.END_FRAME)
-        if _ERROR in kinds:
-            failure, release = attempt.error_frame(chunk, data, kinds)
-            self._emit(Verdict(self.report, attempt.index, self.since(now), AttemptOutcome.PROVIDER_ERROR,
-                               failure.phase, failure.committed, self.enforce))
-            return release
-        if not attempt.committed and (_SEMANTIC in kinds or _END in kinds):
-            return attempt.release_held(chunk, data)
-        return attempt.hold_or_release(chunk, data)
-
-    def _close_stream(self, now: float, attempt: Attempt) -> bytes:
-        """The end of a scanned body: the last frames, and whether the reply is whole. A final
-        frame whose lines are complete but lack the closing blank line is dispatched (as the SDKs
-        read it); a cut line is not."""
-        data = b""
-        if attempt.decoder is not None:
-            data = attempt.decoder.flush()
-        kinds = attempt.framer.feed(data) if data else []
-        kinds += attempt.framer.close()
-        release = b""
-        if kinds:
-            release = self._judge(now, attempt, b"", data, kinds)
-        if attempt.error is not None:
-            return release
-        if not attempt.done and attempt.framer.facts.stop_reason is not None and attempt.committed:
-            attempt.finish(Completion.FINISH_THEN_EOF)
-        if not attempt.done and self.profile.eof_is_end:
-            attempt.finish(Completion.EOF)
-        if attempt.done and not attempt.committed:
-            release = attempt.release_held(b"", b"")
-        return release
+    def _error_frame(self, attempt: Attempt, now: float, failure: Failure) -> None:
+        self._emit(Verdict(self.report, attempt.index, self.since(now), AttemptOutcome.PROVIDER_ERROR,
+                           failure.phase, failure.committed, self.enforce))
 
     def _probe_error(self, now: float, attempt: Attempt, error_type: str) -> Failure:
         """The probed JSON body is an error object: the in-band provider error it is (retried
