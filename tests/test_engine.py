@@ -15,12 +15,14 @@ import pytest
 
 from otel_liveness import Policy
 from otel_liveness.core import errors as E
+from otel_liveness.core.clocks import AttemptClock
 from otel_liveness.core.commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Send, Sleep
 from otel_liveness.core.engine import Engine, IOFailure
 from otel_liveness.core.events import AttemptEnded, Event, RequestEnded, SemanticNotice, Verdict
 from otel_liveness.core.memory import CadenceMemory, ExhaustedCache
 from otel_liveness.core.outcome import AttemptOutcome, Completion, NoticeKind, StopReason
 from otel_liveness.core.request import RequestFacts
+from otel_liveness.core.state import INPUTS, TRANSITIONS, State
 from otel_liveness.testing.scripts import PING, anthropic_error, sse_event
 
 SSE = {"content-type": "text/event-stream"}
@@ -1017,3 +1019,155 @@ def test_notify_delivers_the_notices_due_and_never_a_verdict() -> None:
     assert isinstance(command, Fail) and command.kind == "wall_budget"
     engine.notify(11.0)  # an ended attempt: nothing more
     assert len([e for e in events if isinstance(e, SemanticNotice)]) == 3
+
+
+# -- the state table (core/state.py), walked ----------------------------------------------------------
+
+
+def _engine(policy: Policy = POLICY, **kw: Any) -> tuple[Engine, list[Event]]:
+    events: list[Event] = []
+    return Engine(policy, RequestFacts(streaming=True, **kw), 0.0, provider="anthropic", hooks=(events.append,)), events
+
+
+# Each state, reached through inputs only; one recipe per state (EXPIRING: a backoff past the budget).
+WALL = POLICY.replace(wall_timeout=1.0, backoff_initial=5.0, backoff_max=5.0)
+
+
+def _in(state: State) -> tuple[Engine, list[Event]]:
+    engine, events = _engine(WALL if state is State.EXPIRING else POLICY)
+    if state is State.IDLE:
+        return engine, events
+    engine.start(0.0)
+    if state is State.SENDING:
+        return engine, events
+    if state in (State.SLEEPING, State.EXPIRING):
+        assert isinstance(engine.headers(0.1, 503, {}), Sleep)
+        return engine, events
+    engine.headers(0.1, 200, SSE)
+    if state is State.HOLDING:
+        return engine, events
+    assert isinstance(engine.received(0.2, START + BLOCK + delta("a")), Respond)
+    if state is State.RESPONDED:
+        return engine, events
+    engine.closed(0.3)
+    assert state is State.ENDED
+    return engine, events
+
+
+# Every input, with arguments it could get from a driver; several per input where the exit differs.
+CALLS: dict[str, list[tuple[Any, ...]]] = {
+    "start": [(0.0,)],
+    "headers": [(0.1, 200, SSE), (0.1, 503, {}), (0.1, 400, {})],
+    "received": [(0.2, START + BLOCK + delta("a")), (0.2, PING), (0.2, b"".join(REPLY))],
+    "eof": [(0.3,)],
+    "timed_out": [(0.5, TimeoutError("read"))],
+    "io_error": [(0.4, IOFailure.CONNECT, ConnectionError("x")), (0.4, IOFailure.READ, ConnectionError("x"))],
+    "slept": [(6.0,)],
+    "closed": [(0.6,)],
+    "abandoned": [(0.6, RuntimeError("cancelled"))],
+    "woke": [(0.7, 0.0), (30.0, 0.0)],
+    "notify": [(0.7,)],
+}
+
+
+def test_the_input_table_covers_every_input_method() -> None:
+    public = {name for name, member in inspect.getmembers(Engine, inspect.isfunction)
+              if getattr(member, "__liveness_input__", False)}
+    assert public == set(INPUTS) == set(CALLS)
+    assert set(TRANSITIONS) == set(State) and all(state not in TRANSITIONS[state] for state in State)
+
+
+@pytest.mark.parametrize("state", list(State))
+def test_an_input_outside_its_states_is_a_typed_error_that_changes_nothing(state: State) -> None:
+    for name, legal in INPUTS.items():
+        if state in legal:
+            continue
+        for args in CALLS[name]:
+            engine, events = _in(state)
+            assert engine.state is state
+            before, seen = dict(engine.published), len(events)
+            with pytest.raises(E.IllegalInput) as info:
+                getattr(engine, name)(*args)
+            assert (info.value.input, info.value.state) == (name, state.value)
+            assert isinstance(info.value, RuntimeError)  # h11's LocalProtocolError: a bug of the caller's
+            assert engine.state is state and engine.published == before and len(events) == seen, name
+
+
+def test_every_legal_input_moves_along_the_table_and_every_move_is_reachable() -> None:
+    """From each state, every legal input with each of its argument sets: the state it leaves the
+    engine in is the same or one the table allows -- and together they make every move the table
+    lists (a move no input makes is a dead row)."""
+    moves: set[tuple[State, State]] = set()
+    for state in State:
+        for name in INPUTS:
+            if state not in INPUTS[name]:
+                continue
+            for args in CALLS[name]:
+                engine, _ = _in(state)
+                getattr(engine, name)(*args)
+                after = engine.state
+                assert after is state or after in TRANSITIONS[state], (state, name, args, after)
+                moves.add((state, after))
+    # IDLE -> ENDED: an SDK retry of a call this transport exhausted gets its error at start().
+    cache: ExhaustedCache[Fail] = ExhaustedCache()
+    first = Engine(POLICY.replace(max_attempts=1), RequestFacts(streaming=True, key="k"), 0.0, provider="anthropic",
+                   exhausted=cache)
+    first.start(0.0)
+    assert isinstance(first.io_error(0.1, IOFailure.CONNECT, ConnectionError("x")), Fail) and first.ended
+    again = Engine(POLICY, RequestFacts(streaming=True, key="k", sdk_retry=True), 1.0, provider="anthropic",
+                   exhausted=cache)
+    assert isinstance(again.start(1.0), Fail) and again.state is State.ENDED
+    moves.add((State.IDLE, State.ENDED))
+    # SENDING/HOLDING -> EXPIRING: a backoff that reaches the wall budget's end.
+    for state in (State.SENDING, State.HOLDING):
+        engine, _ = _engine(WALL)
+        engine.start(0.0)
+        if state is State.HOLDING:
+            engine.headers(0.1, 200, SSE)
+            assert isinstance(engine.eof(0.2), Sleep)
+        else:
+            assert isinstance(engine.io_error(0.1, IOFailure.CONNECT, ConnectionError("x")), Sleep)
+        assert engine.state is State.EXPIRING
+        moves.add((state, State.EXPIRING))
+    table = {(state, to) for state, targets in TRANSITIONS.items() for to in targets}
+    assert {move for move in moves if move[0] is not move[1]} == table
+
+
+def test_the_ended_state_answers_io_that_raced_a_close_as_it_came() -> None:
+    # A sync body closed from another thread while its reader's read was in flight: the read's
+    # outcome reaches an ended request, which answers it as it came and changes nothing.
+    engine, events = _in(State.ENDED)
+    before, seen = dict(engine.published), len(events)
+    assert engine.received(0.4, delta("late")) == delta("late")
+    assert engine.eof(0.5) is COMPLETE
+    exc = ConnectionError("closed under the read")
+    assert engine.io_error(0.5, IOFailure.READ, exc) == Reraise(exc)
+    assert engine.published == before and len(events) == seen and engine.published["stop_reason"] == "cancelled"
+
+
+def test_no_module_writes_a_clocks_fields() -> None:
+    """clocks.py derives every bound and verdict: outside it, a clock is asked, never written."""
+    import ast
+    import pathlib
+
+    import otel_liveness
+
+    root = pathlib.Path(otel_liveness.__file__).parent
+    fields = set(AttemptClock.__slots__)
+    writes = []
+    for path in root.rglob("*.py"):
+        if path.name == "clocks.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for target in targets:
+                if (isinstance(target, ast.Attribute) and target.attr in fields
+                        and "clock" in ast.unparse(target.value).lower()):
+                    writes.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(target)}")
+    assert writes == []
+    # ... and the check sees a write where there is one (the engine wrote these before).
+    probe = ast.parse("attempt.clock.raw_idle = 1\nclock.terminal = None")
+    found = [t for n in ast.walk(probe) if isinstance(n, ast.Assign) for t in n.targets
+             if isinstance(t, ast.Attribute) and t.attr in fields]
+    assert len(found) == 2
