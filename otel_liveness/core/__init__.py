@@ -19,6 +19,7 @@ from .clocks import (
 )
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
 from .engine import Engine, IOFailure
+from .errors import IllegalInput
 from .memory import CadenceMemory, ExhaustedCache
 from .outcome import (
     AttemptOutcome,
@@ -37,13 +38,16 @@ from .providers import PROFILES, ProviderProfile, StreamFacts, profile_for, sele
 from .request import RequestFacts
 from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, Truncate, backoff, decide, retry_after
 from .sse import COMMENT, Frame, SSEScanner
+from .state import INPUTS, TRANSITIONS, State
 
 __all__ = [
     "COMMENT",
     "COMPLETE",
     "CONTINUE",
+    "INPUTS",
     "PROFILES",
     "READ",
+    "TRANSITIONS",
     "AttemptClock",
     "AttemptOutcome",
     "AttemptRecord",
@@ -63,6 +67,7 @@ __all__ = [
     "FrameKind",
     "GiveUp",
     "IOFailure",
+    "IllegalInput",
     "Notice",
     "NoticeKind",
     "Phase",
@@ -83,6 +88,7 @@ __all__ = [
     "SemanticTimeoutExpired",
     "Send",
     "Sleep",
+    "State",
     "StopReason",
     "StreamFacts",
     "Terminal",
