@@ -1171,3 +1171,25 @@ def test_no_module_writes_a_clocks_fields() -> None:
     found = [t for n in ast.walk(probe) if isinstance(n, ast.Assign) for t in n.targets
              if isinstance(t, ast.Attribute) and t.attr in fields]
     assert len(found) == 2
+
+
+def test_an_engine_and_its_attempts_are_freed_without_the_cycle_collector() -> None:
+    """The attempt reports through the request's Reporter, never through the engine: no cycle, so
+    a finished request's memory (held bytes, prefix, journal) goes back as soon as it is dropped."""
+    import gc
+    import weakref
+
+    gc.collect()
+    gc.disable()
+    try:
+        engine, _ = _engine()
+        engine.start(0.0)
+        engine.headers(0.1, 200, SSE)
+        engine.received(0.2, START + BLOCK + PING + delta("a"))
+        engine.received(0.3, anthropic_error("overloaded_error"))  # an in-band error: a truncation
+        assert engine.attempt is not None
+        refs = [weakref.ref(engine), weakref.ref(engine.attempt), weakref.ref(engine.reporter)]
+        del engine
+        assert [ref() for ref in refs] == [None, None, None]
+    finally:
+        gc.enable()

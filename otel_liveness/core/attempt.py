@@ -32,9 +32,9 @@ from . import errors as E
 from .capture import new_capture
 from .clocks import AttemptClock
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
-from .events import CaptureItem
+from .events import CaptureItem, Event, Heartbeats, Verdict
 from .framing import Framer, SSEFramer, framer_for
-from .outcome import AttemptRecord, Completion, FrameKind
+from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, RequestReport
 from .policy import Policy
 from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type
 from .retry import Failure, FailureKind
@@ -59,18 +59,20 @@ class Attempt:
 
     ``enforce`` is the engine's (False in shadow mode); ``lane_class`` the steady lane's class the
     engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
-    references in :attr:`prefix`. ``on_heartbeats`` and ``on_error_frame`` are how the engine
-    hears of the heartbeats and the in-band error frame a read carried (it emits their events).
+    references in :attr:`prefix`. ``report``, ``emit`` and ``request_start`` are the request's
+    report, its hooks and its start: a read's heartbeats and in-band error frame are emitted here
+    (:class:`~.events.Heartbeats`, :class:`~.events.Verdict`), as they are found.
     """
 
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
                  *, streaming: bool, enforce: bool, lane_class: Callable[..., Any],
-                 on_heartbeats: Callable[[Attempt, float, int], None] = lambda attempt, now, count: None,
-                 on_error_frame: Callable[[Attempt, float, Failure], None] = lambda attempt, now, failure: None,
-                 ) -> None:
+                 report: RequestReport, emit: Callable[[Event], None], request_start: float) -> None:
         self.index = index
-        self.on_heartbeats = on_heartbeats
-        self.on_error_frame = on_error_frame
+        # The request's report and its hooks (the Reporter's emit: no reference back to the engine,
+        # so that an engine and its attempts are freed by reference counting, without a cycle).
+        self.report = report
+        self.emit = emit
+        self.request_start = request_start
         self.record = AttemptRecord(index=index, started=started)
         self.record.first_byte_bound = clock.first_byte_bound
         self.clock = clock
@@ -121,23 +123,6 @@ class Attempt:
         framer's frame in progress and journal."""
         return sum(map(len, self.prefix)) + self.held_bytes + self.probe_bytes + self.framer.retained
 
-    @property
-    def steady(self) -> bool:
-        """Whether the steady lane may take this attempt's next reads: a live stream after
-        content, not encoded, with no error or shadow observation pending and no recorder
-        capturing, framed by an SSE framer (the lane reads through its scanner)."""
-        return (
-            self.committed
-            and self.streaming
-            and self.decoder is None
-            and not self.done
-            and self.error is None
-            and self.observed is None
-            and self.capture is None
-            and not self.ended
-            and isinstance(self.framer, SSEFramer)
-        )
-
     def finished_reply(self) -> bool:
         """The wire carried the reply's stop reason (Anthropic ``message_delta.stop_reason``, an
         OpenAI ``finish_reason``, a Gemini ``finishReason``, the Anthropic events inside Bedrock's
@@ -166,10 +151,24 @@ class Attempt:
             self.prefix_room = room
 
     def arm_lane(self) -> None:
-        """Open the lane for the reads that follow while :attr:`steady`; close it otherwise."""
-        if self.steady:
-            horizon, step, wall = self.clock.steady()
-            self.lane.open(horizon, step, wall, self.clock.last_raw, self.prefix_room)
+        """Open the steady lane for the reads that follow while the attempt is a live stream
+        after content, not encoded, with no in-band error or shadow observation pending and no
+        recorder capturing, framed by an SSE framer (the lane reads through its scanner); close
+        it otherwise."""
+        if (
+            self.committed
+            and self.streaming
+            and self.decoder is None
+            and not self.done
+            and self.error is None
+            and self.observed is None
+            and self.capture is None
+            and not self.ended
+            and isinstance(self.framer, SSEFramer)
+        ):
+            clock = self.clock
+            horizon, step, wall = clock.steady()
+            self.lane.open(horizon, step, wall, clock.last_raw, self.prefix_room)
         else:
             self.lane.close()
 
@@ -258,12 +257,14 @@ class Attempt:
         self.clock.frames_at(now, kinds)
         heartbeats = kinds.count(_HEARTBEAT)
         if heartbeats:
-            self.on_heartbeats(self, now, heartbeats)
+            self.emit(Heartbeats(self.report, self.index, now - self.request_start, heartbeats,
+                                 self.clock.heartbeats))
         if _END in kinds:
             self.finish(Completion.END_FRAME)
         if _ERROR in kinds:
             failure, release = self.error_frame(chunk, data, kinds)
-            self.on_error_frame(self, now, failure)
+            self.emit(Verdict(self.report, self.index, now - self.request_start, AttemptOutcome.PROVIDER_ERROR,
+                              failure.phase, failure.committed, self.enforce))
             return release
         if not self.committed and (_SEMANTIC in kinds or _END in kinds):
             return self.release_held(chunk, data)

@@ -431,19 +431,19 @@ class AttemptClock:
             return _INF
         return self.sent_at + bound if first_byte else start + bound
 
-    def hints(self, enforce: bool) -> Hints:
-        """The :class:`Hints` for the reads that follow (in shadow mode, ``enforce`` False, only
-        the notices: nothing ends a read)."""
+    def hints(self, enforce: bool) -> tuple[float, float, float]:
+        """The :class:`Hints` for the reads that follow, as a plain ``(wake, stop, raw)`` (in
+        shadow mode, ``enforce`` False, only the notices: nothing ends a read)."""
         if self.terminal is not None:
             return NO_HINTS
-        wake = self.next_notice_at()
+        wake, stop = self._wake_stop()
         if not enforce:
-            return Hints(wake)
-        stop = self.timed_deadline()
+            return wake, _INF, _INF
         bound, first_byte = self.wire_bound()
         if first_byte:
-            return Hints(wake, min(stop, self.sent_at + (bound or 0.0)), _INF)
-        return Hints(wake, stop, _INF if bound is None else bound)
+            first = self.sent_at + (bound or 0.0)
+            return wake, stop if stop < first else first, _INF
+        return wake, stop, _INF if bound is None else bound
 
     def socket_bound(self, now: float) -> float | None:
         """The read timeout an attempt's request carries at ``now`` (``None``: none): the largest
@@ -470,21 +470,28 @@ class AttemptClock:
         wall = self.wall_deadline if self.wall_deadline is not None else _INF
         return sem, wall, self.next_notice
 
+    def _wake_stop(self) -> tuple[float, float]:
+        """(the next notice, if before every time-based terminal deadline; the earliest of those
+        deadlines) -- ``inf`` for none."""
+        sem, wall, notice = self._deadlines()
+        stop = sem if sem < wall else wall
+        if self.notice_every is None or notice >= stop:
+            return _INF, stop
+        return notice, stop
+
     def timed_deadline(self) -> float:
         """The next time a time-based terminal verdict (semantic timeout, wall budget) could fall
         due (``inf``: none)."""
         if self.terminal is not None:
             return _INF
-        sem, wall, _ = self._deadlines()
-        return sem if sem < wall else wall
+        return self._wake_stop()[1]
 
     def next_notice_at(self) -> float:
         """When the next notice falls due, if that is before every time-based terminal deadline
         (``inf`` otherwise)."""
-        if self.terminal is not None or self.notice_every is None:
+        if self.terminal is not None:
             return _INF
-        sem, wall, notice = self._deadlines()
-        return notice if notice < sem and notice < wall else _INF
+        return self._wake_stop()[0]
 
     def steady(self) -> tuple[float, float, float]:
         """For the steady lane: ``(horizon, step, wall)``. A read that holds exactly one semantic

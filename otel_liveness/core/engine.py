@@ -62,7 +62,6 @@ from .clocks import (
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
 from .events import (
     AttemptStarted,
-    Heartbeats,
     Hook,
     RequestStarted,
     RetryScheduled,
@@ -101,7 +100,7 @@ def _input(method: Callable[Concatenate[Engine, P], T]) -> Callable[Concatenate[
     it), and runs under the engine's lock (a caller may close a sync body from another thread
     while the reader's thread feeds it: one input at a time, so every ending still happens once)."""
     name = method.__name__
-    legal = INPUTS[name]
+    legal = tuple(INPUTS[name])  # a few identity tests: cheaper than hashing, on every input
 
     @functools.wraps(method)
     def wrapper(self: Engine, /, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -286,7 +285,8 @@ class Engine:
             return chunk
         attempt = self._current()
         clock = attempt.clock
-        attempt.capture_item(now, chunk)
+        if attempt.capture is not None:
+            attempt.capture_item(now, chunk)
         if not self.enforce:
             self._observe_gap(now, attempt)
         clock.received(now, len(chunk))
@@ -474,8 +474,8 @@ class Engine:
                                          body_size=facts.body_size, learned=learned,
                                          wall_deadline=self.wall_deadline)
         attempt = Attempt(len(self.report.attempts), now - self.start_time, clock, policy, self.profile,
-                          streaming=streaming, enforce=self.enforce, lane_class=Lane,
-                          on_heartbeats=self._heartbeats, on_error_frame=self._error_frame)
+                          streaming=streaming, enforce=self.enforce, lane_class=Lane, report=self.report,
+                          emit=self._emit, request_start=self.start_time)
         self.attempt = attempt
         self.report.attempts.append(attempt.record)
         self._first = []
@@ -499,13 +499,6 @@ class Engine:
         attempt.socket_timeout_ours = True
         return max(ours, 0.001)
 
-    def _heartbeats(self, attempt: Attempt, now: float, count: int) -> None:
-        self._emit(Heartbeats(self.report, attempt.index, self.since(now), count, attempt.clock.heartbeats))
-
-    def _error_frame(self, attempt: Attempt, now: float, failure: Failure) -> None:
-        self._emit(Verdict(self.report, attempt.index, self.since(now), AttemptOutcome.PROVIDER_ERROR,
-                           failure.phase, failure.committed, self.enforce))
-
     def _probe_error(self, now: float, attempt: Attempt, error_type: str) -> Failure:
         """The probed JSON body is an error object: the in-band provider error it is (retried
         before content per the table, typed when exhausted)."""
@@ -517,8 +510,10 @@ class Engine:
     # -- clocks ---------------------------------------------------------------------------------
 
     def _arm_lane(self) -> None:
-        """Re-arm the lane for the reads that follow (:attr:`.attempt.Attempt.steady`)."""
-        self._current().arm_lane()
+        """Re-arm the lane for the reads that follow (:meth:`.attempt.Attempt.arm_lane`)."""
+        attempt = self.attempt
+        if attempt is not None:
+            attempt.arm_lane()
         self._refresh_hints()
 
     def _refresh_hints(self) -> None:
