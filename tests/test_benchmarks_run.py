@@ -93,3 +93,15 @@ def test_the_memchr_floor_counts_the_frames_the_scanner_finds() -> None:
         assert bulk.blank_lines(data) == expected, data
     frames = b"".join(b"data: %d\n\n" % i for i in range(100))
     assert bulk.blank_lines(frames) == len(SSEScanner(1 << 20).feed_blocks(frames)) == 100
+
+
+def test_engine_benchmark_workloads_run_the_engine_to_the_end() -> None:
+    import pathlib
+
+    from benchmarks.bench_engine import ROOT, run
+
+    result = run(pathlib.Path(ROOT), 1)
+    assert sorted(result) == ["general", "lane", "requests"]
+    assert all(len(v) == 1 and v[0] > 0 for v in result.values())
+    # every other read of "general" is a ping: it cannot ride the lane, so it costs more
+    assert result["general"][0] > result["lane"][0]

@@ -64,6 +64,40 @@ class Attempt:
     (:class:`~.events.Heartbeats`, :class:`~.events.Verdict`), as they are found.
     """
 
+    __slots__ = (
+        "capture",
+        "clock",
+        "committed",
+        "completion",
+        "decoder",
+        "done",
+        "emit",
+        "ended",
+        "enforce",
+        "error",
+        "expired",
+        "framer",
+        "held",
+        "held_bytes",
+        "held_decoded",
+        "index",
+        "inject",
+        "lane",
+        "observed",
+        "policy",
+        "prefix",
+        "prefix_room",
+        "probe",
+        "probe_bytes",
+        "record",
+        "released",
+        "report",
+        "request_start",
+        "shaped",
+        "socket_timeout_ours",
+        "streaming",
+    )
+
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
                  *, streaming: bool, enforce: bool, lane_class: Callable[..., Any],
                  report: RequestReport, emit: Callable[[Event], None], request_start: float) -> None:

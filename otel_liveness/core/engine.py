@@ -252,8 +252,9 @@ class Engine:
         attempt = self._current()
         clock = attempt.clock
         clock.headers(now)
-        attempt.capture_item(now, {"status": status, **{
-            k: headers[k] for k in ("content-type", "content-encoding") if k in headers}})
+        if attempt.capture is not None:
+            attempt.capture_item(now, {"status": status, **{
+                k: headers[k] for k in ("content-type", "content-encoding") if k in headers}})
         record = attempt.record
         record.status = status
         record.request_id = (headers.get("request-id") or headers.get("x-request-id")

@@ -46,6 +46,8 @@ __all__ = [
 class Reporter:
     """The ending sequence of one request and its attempts (see the module docstring)."""
 
+    __slots__ = ("cadence", "hook_errors", "hooks", "host", "on_hook_error", "published", "report", "start_time")
+
     def __init__(self, report: RequestReport, start_time: float, hooks: tuple[Hook, ...],
                  on_hook_error: Callable[[Hook, Exception], None] | None, cadence: CadenceMemory | None,
                  host: str) -> None:
