@@ -11,12 +11,15 @@ state       what it means                                      left by
 IDLE        built, nothing sent                                ``start``: SENDING, or ENDED (an SDK retry
                                                                of a call that already ended: its error)
 SENDING     an attempt's request is out; no headers yet        ``headers``: HOLDING (then on, below);
-                                                               ``timed_out``/``io_error``: SLEEPING, ENDED
+                                                               ``timed_out``/``io_error``: SLEEPING,
+                                                               EXPIRING, ENDED
 HOLDING     headers in; the body is read and held: the caller  the first content or a whole reply:
-            has no response yet (one attempt visible)          RESPONDED; a failure: SLEEPING, ENDED
+            has no response yet (one attempt visible)          RESPONDED; a failure: SLEEPING,
+                                                               EXPIRING, ENDED
 RESPONDED   the caller has the response; inputs concern its    the body's end, a failure, a close: ENDED
             body (no retry from here: content was released)
 SLEEPING    a retry's backoff is running                       ``slept``: SENDING (the next attempt)
+                                                               (``abandoned``, ``closed``: ENDED)
 EXPIRING    a backoff cut at the wall budget's end             ``slept``: ENDED (``WallTimeout``)
 ENDED       the request is over; its report is final           never. I/O reports that race a close are
                                                                answered as they came
