@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 import re
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 
@@ -25,8 +26,10 @@ from otel_liveness.testing.scripts import anthropic_status
 from .stack import ROOT, Collector, Prometheus, collector_binary, scaled_rules
 
 BODY = {"model": "claude-e2e", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+# The flight recorder on (timing mode, no content): its drop counter is one of the series the rules use.
 POLICY = Policy(raw_idle_timeout=0.2, semantic_notice_interval=0.1, backoff_initial=0.01, backoff_max=0.02,
-                max_retry_after=0.1, max_attempts=2)
+                max_retry_after=0.1, max_attempts=2, capture_dir=tempfile.mkdtemp(prefix="e2e-recordings-"),
+                capture_mode="timing")
 
 
 @pytest.fixture(scope="module")

@@ -167,6 +167,37 @@ def test_drops_are_a_telemetry_counter(tmp_path: pathlib.Path) -> None:
     assert points["too_large"] == recorder_stats().dropped["too_large"] >= 1
 
 
+def test_drops_are_reported_from_zero_once_a_recorder_exists(tmp_path: pathlib.Path) -> None:
+    # A series that appears at its first drop hides that drop from increase() (and from the
+    # FlightRecorderDropping alert): once a process made a recorder, every reason is reported.
+    import subprocess
+    import sys
+
+    code = """
+import otel_liveness, httpx2, sys
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from otel_liveness import Policy
+from otel_liveness.transport._recorder import FlightRecorder
+
+def points(reader):
+    data = reader.get_metrics_data()
+    return sorted((p.attributes["liveness.recorder.reason"], p.value) for rm in (data.resource_metrics if data else [])
+                  for sm in rm.scope_metrics for m in sm.metrics if m.name == "liveness.recorder.drops"
+                  for p in m.data.data_points)
+
+reader = InMemoryMetricReader()
+otel_liveness.wrap(httpx2.HTTPTransport(), meter_provider=MeterProvider(metric_readers=[reader]))
+print(points(reader))
+FlightRecorder(sys.argv[1], Policy(capture_dir=sys.argv[1]))
+print(points(reader))
+"""
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    before, after = out.stdout.splitlines()
+    assert before == "[]"  # a process that never made a recorder reports no series
+    assert after == str(sorted((reason, 0) for reason in ("evicted", "too_large", "write_error")))
+
+
 def test_completed_attempts_are_never_written_in_full_mode(tmp_path: pathlib.Path) -> None:
     recorder = FlightRecorder(str(tmp_path), Policy(capture_dir=str(tmp_path), capture_sample=1.0),
                               sample=lambda: 0.0)

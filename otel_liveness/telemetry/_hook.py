@@ -60,9 +60,12 @@ except ImportError:  # pragma: no cover - fall back to the context key the HTTP 
 
 
 def _recorder_drops(options: Any) -> Iterable[metrics.Observation]:
-    """``liveness.recorder.drops``: the flight recorders' drops by reason (process totals)."""
+    """``liveness.recorder.drops``: the flight recorders' drops by reason (process totals) -- every
+    reason from zero once the process made a recorder (a series that appears at its first drop
+    hides that drop from ``increase()``), none in a process that never did."""
     stats = recorder_stats()
-    return [metrics.Observation(n, {S.RECORDER_REASON: reason}) for reason, n in stats.dropped.items() if n]
+    return [metrics.Observation(n, {S.RECORDER_REASON: reason}) for reason, n in stats.dropped.items()
+            if n or stats.active]
 
 
 class _RequestState:

@@ -74,6 +74,7 @@ class RecorderStats:
 
     written: int
     dropped: Mapping[str, int]
+    active: bool = False  # a flight recorder was made in this process
 
 
 class _Stats:
@@ -81,6 +82,9 @@ class _Stats:
         self._lock = threading.Lock()
         self.written = 0
         self.dropped = dict.fromkeys(DROP_REASONS, 0)
+        #: A flight recorder was made in this process: its drop counts are reported from zero, so
+        #: that the first drop is an increase a rate or an alert can see.
+        self.active = False
 
     def wrote(self) -> None:
         with self._lock:
@@ -93,7 +97,7 @@ class _Stats:
 
     def snapshot(self) -> RecorderStats:
         with self._lock:
-            return RecorderStats(self.written, dict(self.dropped))
+            return RecorderStats(self.written, dict(self.dropped), self.active)
 
 
 _STATS = _Stats()
@@ -170,6 +174,7 @@ class FlightRecorder:
 
     def __init__(self, directory: str, policy: Policy | None = None, *,
                  sample: Any = random.random) -> None:
+        _STATS.active = True
         self.directory = directory
         self.policy = policy or Policy(capture_dir=directory)
         self.written: list[str] = []
