@@ -30,7 +30,7 @@ from typing import Any
 
 from . import errors as E
 from .capture import new_capture
-from .clocks import AttemptClock
+from .clocks import AttemptClock, Terminal
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
 from .events import CaptureItem, Event, Heartbeats, Verdict
 from .framing import Framer, SSEFramer, framer_for
@@ -142,7 +142,7 @@ class Attempt:
         #: that hits it waited out our bound (a wire-silence verdict), not the caller's.
         self.socket_timeout_ours = False
         #: A terminal verdict a waking read ended at (``Engine.woke``), answered by ``timed_out``.
-        self.expired: Any = None
+        self.expired: Terminal | None = None
 
     # -- what the attempt is --------------------------------------------------------------------
 
