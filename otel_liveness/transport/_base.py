@@ -166,10 +166,10 @@ class TransportBase:
             stream = self._stream_cls(self._family, request, engine, inner, iterator, respond)
         extensions = dict(inner.extensions)
         extensions["liveness"] = engine.published
-        headers = list(inner.headers.multi_items())
+        headers: Any = inner.headers  # (the library copies a Headers object's raw list as it is)
         if respond.replace:
             names = {name for name, _ in respond.replace}
-            headers = [(k, v) for k, v in headers if k.lower() not in names] + list(respond.replace)
+            headers = [(k, v) for k, v in inner.headers.multi_items() if k.lower() not in names] + list(respond.replace)
         return self._family.module.Response(inner.status_code, headers=headers, stream=stream, extensions=extensions,
                                             request=request)
 
