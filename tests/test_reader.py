@@ -202,3 +202,30 @@ def test_the_reader_wants_the_c_lane_and_iterators() -> None:
         reader(_lane(), iter(()), 1.0, iter(()), STEADY)
     with pytest.raises(RuntimeError):
         next(reader.__new__(reader))  # never initialised: an error, not a crash
+
+
+def test_a_second_thread_iterating_the_same_body_is_refused_and_changes_nothing() -> None:
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow() -> Iterator[bytes]:
+        yield DELTA
+        entered.set()
+        release.wait(5)  # (the GIL is released while this thread waits, as in a socket read)
+        yield DELTA
+
+    log: list[Any] = []
+    reader = SyncBackend.steady_reader(_lane(), slow(), lambda: 1.0, _body(log, outputs=iter(())), STEADY)
+    assert next(reader) == b"first" and next(reader) == DELTA
+    got: list[Any] = []
+    worker = threading.Thread(target=lambda: got.append(next(reader)))
+    worker.start()
+    assert entered.wait(5)
+    with pytest.raises(ValueError, match="already executing"):
+        next(reader)  # as a generator running in another thread: refused, the body untouched
+    with pytest.raises(RuntimeError):
+        reader.__init__(_lane(), iter(()), lambda: 0.0, iter(()), STEADY)  # type: ignore[misc]
+    release.set()
+    worker.join(5)
+    assert got == [DELTA] and list(reader) == [b"end"] and log == [("sent", None)]

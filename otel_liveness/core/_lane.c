@@ -344,6 +344,7 @@ typedef struct {
     PyObject *body;
     PyObject *steady;
     int reading; /* body yielded steady: the reader reads */
+    int running; /* a next() is in progress (another thread's, while this one waits for a read) */
 } Reader;
 
 static int
@@ -381,6 +382,10 @@ Reader_init(Reader *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"lane", "iterator", "clock", "body", "steady", NULL};
     PyObject *lane, *it, *clock, *body, *steady;
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError, "Reader is running: it cannot be re-initialised");
+        return -1;
+    }
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOOO", kwlist, &LaneType, &lane, &it, &clock, &body, &steady))
         return -1;
     if (!PyIter_Check(it) || !PyIter_Check(body)) {
@@ -402,6 +407,7 @@ Reader_init(Reader *self, PyObject *args, PyObject *kwds)
     Py_INCREF(steady);
     Py_XSETREF(self->steady, steady);
     self->reading = 0;
+    self->running = 0;
     return 0;
 }
 
@@ -439,6 +445,10 @@ throw_in(Reader *self)
     return result;
 }
 
+static PyObject *reader_next(Reader *self);
+
+/* As a generator: a next() while another is in progress (a second thread iterating the same body)
+ * raises ValueError and changes nothing. */
 static PyObject *
 Reader_next(Reader *self)
 {
@@ -446,6 +456,21 @@ Reader_next(Reader *self)
         PyErr_SetString(PyExc_RuntimeError, "Reader.__init__() was not called");
         return NULL;
     }
+    if (self->running) {
+        PyErr_SetString(PyExc_ValueError, "Reader already executing");
+        return NULL;
+    }
+    self->running = 1;
+    Py_INCREF(self); /* kept while it runs, whatever the body does with its references */
+    PyObject *out = reader_next(self);
+    self->running = 0;
+    Py_DECREF(self);
+    return out;
+}
+
+static PyObject *
+reader_next(Reader *self)
+{
     PyObject *out;
     if (!self->reading)
         out = resume(self, NULL);
@@ -493,6 +518,10 @@ Reader_next(Reader *self)
 static PyObject *
 Reader_close(Reader *self, PyObject *Py_UNUSED(ignored))
 {
+    if (self->running) {
+        PyErr_SetString(PyExc_ValueError, "Reader already executing");
+        return NULL;
+    }
     self->reading = 0;
     if (self->body == NULL)
         Py_RETURN_NONE;
