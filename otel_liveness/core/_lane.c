@@ -146,21 +146,12 @@ whole_frame(const char *s, Py_ssize_t n, Py_ssize_t max_frame)
     return 1;
 }
 
-static PyObject *
-Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
+/* One read: 1 admitted (counted, kept), 0 not (nothing changed), -1 error. The lane is checked. */
+static int
+lane_step(Lane *self, PyObject *chunk, double now)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "step(chunk, now) takes 2 arguments");
-        return NULL;
-    }
-    if (check_lane(self) < 0)
-        return NULL;
-    PyObject *chunk = args[0];
-    double now = PyFloat_AsDouble(args[1]);
-    if (now == -1.0 && PyErr_Occurred())
-        return NULL;
     if (!(now < self->horizon) || !PyBytes_CheckExact(chunk))
-        Py_RETURN_FALSE;
+        return 0;
     const char *s = PyBytes_AS_STRING(chunk);
     Py_ssize_t n = PyBytes_GET_SIZE(chunk);
     Py_ssize_t frames = 1;
@@ -174,17 +165,17 @@ Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
         self->busy = 0;
         Py_DECREF(admit);
         if (res == NULL)
-            return NULL;
+            return -1;
         frames = PyLong_AsSsize_t(res);
         Py_DECREF(res);
         if (frames == -1 && PyErr_Occurred())
-            return NULL;
+            return -1;
         if (frames < 0)
-            Py_RETURN_FALSE;
+            return 0;
     }
     else {
         if (!whole_frame(s, n, self->max_frame))
-            Py_RETURN_FALSE;
+            return 0;
         Py_ssize_t k = n < self->prefix ? n : self->prefix;
         int match = 0;
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->keys); i++) {
@@ -195,22 +186,22 @@ Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
         if (!match)
-            Py_RETURN_FALSE;
+            return 0;
     }
     /* keep first: it is the only step that can fail, and a failed step changes nothing */
     if (self->room >= n) {
         if (PyList_Append(self->keep, chunk) < 0)
-            return NULL;
+            return -1;
         self->room -= n;
     }
     else if (self->room > 0) {
         PyObject *part = PyBytes_FromStringAndSize(s, self->room);
         if (part == NULL)
-            return NULL;
+            return -1;
         int rc = PyList_Append(self->keep, part);
         Py_DECREF(part);
         if (rc < 0)
-            return NULL;
+            return -1;
         self->room = 0;
     }
     self->reads += 1;
@@ -222,7 +213,25 @@ Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
     self->last = now;
     double horizon = now + self->step;
     self->horizon = horizon < self->wall ? horizon : self->wall;
-    Py_RETURN_TRUE;
+    return 1;
+}
+
+static PyObject *
+Lane_step(Lane *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "step(chunk, now) takes 2 arguments");
+        return NULL;
+    }
+    if (check_lane(self) < 0)
+        return NULL;
+    double now = PyFloat_AsDouble(args[1]);
+    if (now == -1.0 && PyErr_Occurred())
+        return NULL;
+    int rc = lane_step(self, args[0], now);
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
 }
 
 static PyObject *
@@ -318,6 +327,229 @@ static PyTypeObject LaneType = {
     .tp_members = Lane_members,
 };
 
+/* Reader(lane, iterator, clock, body, steady): a sync body's steady reads without a Python frame
+ * per read. ``body`` is the driver's generator, which judges everything else; while it has
+ * yielded ``steady`` the reader reads ``iterator`` itself: each read is timed by ``clock()`` and
+ * stepped through ``lane`` (Lane.step), and an admitted read is returned as it is -- the loop the
+ * driver would run in Python. The first read the lane does not admit is sent into ``body`` as
+ * ``(now, chunk)``, the end of ``iterator`` as ``None``, and an exception of ``iterator``,
+ * ``clock`` or the lane is thrown into it there; what ``body`` yields next is returned (``steady``
+ * again: back to reading). Holds no reference cycle: ``body`` does not know the reader, so a
+ * reader dropped unfinished closes ``body`` at once, as a dropped generator would be. */
+typedef struct {
+    PyObject_HEAD
+    Lane *lane;
+    PyObject *it;
+    PyObject *clock;
+    PyObject *body;
+    PyObject *steady;
+    int reading; /* body yielded steady: the reader reads */
+    int running; /* a next() is in progress (another thread's, while this one waits for a read) */
+} Reader;
+
+static int
+Reader_traverse(Reader *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->lane);
+    Py_VISIT(self->it);
+    Py_VISIT(self->clock);
+    Py_VISIT(self->body);
+    Py_VISIT(self->steady);
+    return 0;
+}
+
+static int
+Reader_clear(Reader *self)
+{
+    Py_CLEAR(self->lane);
+    Py_CLEAR(self->it);
+    Py_CLEAR(self->clock);
+    Py_CLEAR(self->body);
+    Py_CLEAR(self->steady);
+    return 0;
+}
+
+static void
+Reader_dealloc(Reader *self)
+{
+    PyObject_GC_UnTrack(self);
+    Reader_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Reader_init(Reader *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"lane", "iterator", "clock", "body", "steady", NULL};
+    PyObject *lane, *it, *clock, *body, *steady;
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError, "Reader is running: it cannot be re-initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOOO", kwlist, &LaneType, &lane, &it, &clock, &body, &steady))
+        return -1;
+    if (!PyIter_Check(it) || !PyIter_Check(body)) {
+        PyErr_SetString(PyExc_TypeError, "iterator and body must be iterators");
+        return -1;
+    }
+    if (!PyCallable_Check(clock)) {
+        PyErr_SetString(PyExc_TypeError, "clock must be callable");
+        return -1;
+    }
+    Py_INCREF(lane);
+    Py_XSETREF(self->lane, (Lane *)lane);
+    Py_INCREF(it);
+    Py_XSETREF(self->it, it);
+    Py_INCREF(clock);
+    Py_XSETREF(self->clock, clock);
+    Py_INCREF(body);
+    Py_XSETREF(self->body, body);
+    Py_INCREF(steady);
+    Py_XSETREF(self->steady, steady);
+    self->reading = 0;
+    self->running = 0;
+    return 0;
+}
+
+/* Resume body with value (NULL: next()): what it yields (new reference), or NULL -- with an
+ * exception set, or none when it returned (the end of the iteration). */
+static PyObject *
+resume(Reader *self, PyObject *value)
+{
+    PyObject *result = NULL;
+    PySendResult r = PyIter_Send(self->body, value == NULL ? Py_None : value, &result);
+    if (r == PYGEN_NEXT)
+        return result;
+    if (r == PYGEN_RETURN)
+        Py_XDECREF(result);
+    return NULL;
+}
+
+/* The pending exception thrown into body: what it yields then, or NULL (see resume()). */
+static PyObject *
+throw_in(Reader *self)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    if (value == NULL)
+        return NULL;
+    PyObject *result = PyObject_CallMethod(self->body, "throw", "O", value);
+    Py_DECREF(value);
+    if (result == NULL && PyErr_ExceptionMatches(PyExc_StopIteration))
+        PyErr_Clear(); /* body returned */
+    return result;
+}
+
+static PyObject *reader_next(Reader *self);
+
+/* As a generator: a next() while another is in progress (a second thread iterating the same body)
+ * raises ValueError and changes nothing. */
+static PyObject *
+Reader_next(Reader *self)
+{
+    if (self->body == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Reader.__init__() was not called");
+        return NULL;
+    }
+    if (self->running) {
+        PyErr_SetString(PyExc_ValueError, "Reader already executing");
+        return NULL;
+    }
+    self->running = 1;
+    Py_INCREF(self); /* kept while it runs, whatever the body does with its references */
+    PyObject *out = reader_next(self);
+    self->running = 0;
+    Py_DECREF(self);
+    return out;
+}
+
+static PyObject *
+reader_next(Reader *self)
+{
+    PyObject *out;
+    if (!self->reading)
+        out = resume(self, NULL);
+    else
+        goto read;
+    for (;;) {
+        if (out != self->steady)
+            return out; /* bytes body releases, or NULL: the end or an error */
+        Py_DECREF(out);
+        self->reading = 1;
+    read:;
+        PyObject *chunk = PyIter_Next(self->it);
+        if (chunk == NULL) {
+            self->reading = 0;
+            out = PyErr_Occurred() ? throw_in(self) : resume(self, Py_None);
+            continue;
+        }
+        PyObject *t = PyObject_CallNoArgs(self->clock);
+        double now = -1.0;
+        if (t != NULL) {
+            now = PyFloat_AsDouble(t);
+            Py_DECREF(t);
+        }
+        int rc = (now == -1.0 && PyErr_Occurred()) ? -1 : check_lane(self->lane);
+        if (rc == 0)
+            rc = lane_step(self->lane, chunk, now);
+        if (rc == 1)
+            return chunk;
+        self->reading = 0;
+        if (rc < 0) {
+            Py_DECREF(chunk);
+            out = throw_in(self);
+            continue;
+        }
+        PyObject *taken = Py_BuildValue("(dN)", now, chunk); /* steals chunk */
+        if (taken == NULL) {
+            out = throw_in(self);
+            continue;
+        }
+        out = resume(self, taken);
+        Py_DECREF(taken);
+    }
+}
+
+static PyObject *
+Reader_close(Reader *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->running) {
+        PyErr_SetString(PyExc_ValueError, "Reader already executing");
+        return NULL;
+    }
+    self->reading = 0;
+    if (self->body == NULL)
+        Py_RETURN_NONE;
+    return PyObject_CallMethod(self->body, "close", NULL);
+}
+
+static PyMethodDef Reader_methods[] = {
+    {"close", (PyCFunction)Reader_close, METH_NOARGS, "close body (as a generator's close())"},
+    {NULL},
+};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "otel_liveness.core._lane.Reader",
+    .tp_doc = "Reader(lane, iterator, clock, body, steady): a sync body's steady reads in C (see _lane.pyi).",
+    .tp_basicsize = sizeof(Reader),
+    .tp_itemsize = 0,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Reader_init,
+    .tp_dealloc = (destructor)Reader_dealloc,
+    .tp_traverse = (traverseproc)Reader_traverse,
+    .tp_clear = (inquiry)Reader_clear,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)Reader_next,
+    .tp_methods = Reader_methods,
+};
+
 static struct PyModuleDef lanemodule = {
     PyModuleDef_HEAD_INIT,
     .m_name = "otel_liveness.core._lane",
@@ -328,7 +560,7 @@ static struct PyModuleDef lanemodule = {
 PyMODINIT_FUNC
 PyInit__lane(void)
 {
-    if (PyType_Ready(&LaneType) < 0)
+    if (PyType_Ready(&LaneType) < 0 || PyType_Ready(&ReaderType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&lanemodule);
     if (m == NULL)
@@ -336,6 +568,12 @@ PyInit__lane(void)
     Py_INCREF(&LaneType);
     if (PyModule_AddObject(m, "Lane", (PyObject *)&LaneType) < 0) {
         Py_DECREF(&LaneType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ReaderType);
+    if (PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType) < 0) {
+        Py_DECREF(&ReaderType);
         Py_DECREF(m);
         return NULL;
     }

@@ -72,10 +72,11 @@ class SSEFramer:
     wires the scanner keeps a journal of the content events (up to ``max_partial_bytes``), from
     which :meth:`partial` decodes the partial message."""
 
-    __slots__ = ("facts", "profile", "scanner")
+    __slots__ = ("facts", "max_partial_bytes", "profile", "scanner")
 
     def __init__(self, profile: ProviderProfile, max_frame_bytes: int, max_partial_bytes: int = 1 << 20) -> None:
         self.profile = profile
+        self.max_partial_bytes = max_partial_bytes
         self.facts = StreamFacts()
         # (the journal's record lengths are 32-bit: its bound stays below 2 GiB)
         journal = min(max_partial_bytes, (1 << 31) - 1) if profile.name in _ANTHROPIC_WIRES else -1
@@ -242,8 +243,14 @@ class EventStreamFramer:
 
 
 def framer_for(profile: ProviderProfile, max_frame_bytes: int, content_type: str,
-               max_partial_bytes: int = 1 << 20) -> Framer:
-    """The framer for a response of ``content_type`` judged by ``profile``."""
+               max_partial_bytes: int = 1 << 20, *, unfed: Framer | None = None) -> Framer:
+    """The framer for a response of ``content_type`` judged by ``profile``. ``unfed``: a framer
+    that has not been fed yet (an attempt's default one, built before its headers), returned
+    itself when it is the framer this would build -- an SSE framer of ``profile`` with these
+    bounds -- instead of a second one (~2 us a request)."""
     if profile.framing == "eventstream" and content_type.startswith("application/vnd.amazon.eventstream"):
         return EventStreamFramer(profile, max_frame_bytes, max_partial_bytes)
+    if (isinstance(unfed, SSEFramer) and unfed.profile is profile and unfed.max_partial_bytes == max_partial_bytes
+            and unfed.scanner.max_frame_bytes == max_frame_bytes):
+        return unfed
     return SSEFramer(profile, max_frame_bytes, max_partial_bytes)

@@ -185,7 +185,7 @@ class RequestReport:
         a few times per request, and ``asdict``'s generic deep copy cost ~60 us each time (the
         values are scalars, enums and the ``usage`` dicts, copied here). ``tests/test_engine.py``
         checks it equals ``asdict``."""
-        out = dict(zip(_REPORT_FIELDS, _report_values(self), strict=True))
+        out = _fields_dict(self, _REPORT_FIELDS, _report_values)
         out["attempts"] = [_attempt_dict(record) for record in self.attempts]
         out["retries"] = self.retries
         return out
@@ -197,7 +197,17 @@ _ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptRecord))
 _attempt_values = attrgetter(*_ATTEMPT_FIELDS)
 
 
+def _fields_dict(obj: object, names: tuple[str, ...], values: attrgetter[Any]) -> dict[str, Any]:
+    """The fields of a dataclass instance, in field order: a copy of its ``__dict__`` when that
+    holds exactly the fields in that order (the dataclass ``__init__`` sets them so, and nothing
+    here adds or deletes attributes: ~0.3 us instead of ~2 us), else field by field."""
+    own = obj.__dict__
+    if len(own) == len(names) and tuple(own) == names:
+        return own.copy()
+    return dict(zip(names, values(obj), strict=True))
+
+
 def _attempt_dict(record: AttemptRecord) -> dict[str, Any]:
-    out = dict(zip(_ATTEMPT_FIELDS, _attempt_values(record), strict=True))
+    out = _fields_dict(record, _ATTEMPT_FIELDS, _attempt_values)
     out["usage"] = dict(record.usage)
     return out

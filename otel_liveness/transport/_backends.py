@@ -11,10 +11,28 @@ from typing import Any
 __all__ = ["AsyncBackend", "SyncBackend"]
 
 
+def _native_reader() -> tuple[Any, Any]:
+    """The C lane's ``Reader`` and the lane class it drives, where built (and not
+    ``OTEL_LIVENESS_PURE=1``): ``(None, None)`` otherwise."""
+    from ..core.bulk import PURE
+
+    if PURE:
+        return None, None
+    try:
+        from ..core._lane import Lane, Reader
+    except ImportError:  # no compiler at install time
+        return None, None
+    return Reader, Lane
+
+
 class AsyncBackend:
     """asyncio and trio, through anyio."""
 
     now = staticmethod(time.monotonic)  # the builtin itself: it is called on every read
+    #: A reader that makes a body's steady reads itself (``_lane.Reader``: sync only, an async
+    #: body awaits each read), and the lane class it drives; None: the body's own loop.
+    steady_reader: Any = None
+    steady_lane: Any = None
 
     @staticmethod
     async def sleep(seconds: float) -> None:
@@ -61,6 +79,7 @@ class SyncBackend:
     """Blocking I/O in the caller's thread: nothing polls, no thread is started."""
 
     now = staticmethod(time.monotonic)
+    steady_reader, steady_lane = _native_reader()
 
     @staticmethod
     def sleep(seconds: float) -> None:
