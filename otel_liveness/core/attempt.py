@@ -230,8 +230,10 @@ class Attempt:
         content), False when the response goes to the caller now."""
         if content_type.startswith(_SSE) or content_type.startswith(_EVENTSTREAM):
             self.streaming = True  # a non-streaming request's stream (found late) keeps its raw bound
-            self.set_framer(framer_for(profile, self.policy.max_frame_bytes, content_type,
-                                       self.policy.max_partial_bytes))
+            framer = framer_for(profile, self.policy.max_frame_bytes, content_type, self.policy.max_partial_bytes,
+                                unfed=self.framer)  # the default one, when it is the one asked for
+            if framer is not self.framer:
+                self.set_framer(framer)
             if encoding:
                 try:
                     self.decoder = decoder_for(encoding)
