@@ -37,6 +37,7 @@ A provider is chosen by :func:`select_provider` from the request's host and path
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 import re
@@ -229,9 +230,10 @@ class ProviderProfile:
     #: frequent events that carry no fact (pings, content deltas) belong in it.
     fast: ClassVar[dict[bytes, FrameKind]] = {}
 
-    @property
+    @functools.cached_property
     def semantic_keys(self) -> tuple[bytes, ...]:
-        """The :attr:`fast` prefixes of semantic frames: what the steady lane admits."""
+        """The :attr:`fast` prefixes of semantic frames: what the steady lane admits (computed once
+        per profile: every attempt asks)."""
         return tuple(key for key, kind in self.fast.items() if kind is FrameKind.SEMANTIC)
 
     def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:  # pragma: no cover - abstract
