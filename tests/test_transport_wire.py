@@ -338,6 +338,7 @@ def test_silence_or_reset_after_the_end_frame_completes(variant, provider, after
     wait_idle(provider)
 
 
+@pytest.mark.serial  # notices within 0.1 s of due: a first notice was 0.16 s late once, with sibling workers on a slowed host
 @pytest.mark.parametrize("where", ["before-headers", "preamble", "after-content"])
 def test_notices_arrive_on_time_during_total_silence(variant, provider, where) -> None:  # type: ignore[no-untyped-def]
     # 40 provider-seconds (0.4 s) without a byte -- no pings: a wire-silent provider thinking. The
