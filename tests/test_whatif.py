@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import pathlib
-import time
 from typing import Any
 
 import pytest
@@ -264,27 +263,16 @@ def test_policy_specs() -> None:
             parse_policy(bad)
 
 
-def test_ten_thousand_recordings_replay_in_seconds(tmp_path: pathlib.Path) -> None:
-    for i in range(10_000):
-        dead = i % 10 == 0
-        t = 2.0 + (i % 7)
-        events: list[Any] = [{"t": 0.2, **SSE}, (t, "preamble")]
-        for k in range(i % 4):
-            events.append((t + 25 * (k + 1), "heartbeat"))
-        last = t + 25 * (i % 4)
-        events += [{"t": last + 200, "end": True}] if dead else [(last + 1, "content"), (last + 2, "stop"),
-                                                                   {"t": last + 2, "eof": True}]
-        meta = {"body_bytes": 1000 + i, "shadow": True, "outcome": "raw_silence" if dead else "completed"}
-        write(tmp_path / f"d{i // 1000}", f"r{i:05d}.jsonl", timing(meta, *events))
-    started = time.perf_counter()
-    recordings, errors = load([str(tmp_path)])
-    result = whatif(recordings, dict([parse_policy("defaults=")]))
-    elapsed = time.perf_counter() - started
-    assert errors == [] and result["attempts"] == 10_000 and result["went_silent"] == 1000
+def test_ten_thousand_recordings_replay_every_one(tmp_path: pathlib.Path) -> None:
+    # The recordings benchmarks/bench_whatif.py times (its replay rate is a benchmark's figure, with a
+    # target there: not a timed unit test): every one loads, and each is judged as the defaults would.
+    from benchmarks.bench_whatif import recordings, replay
+
+    recordings(tmp_path, 10_000)
+    result = replay(tmp_path)
+    assert result["attempts"] == 10_000 and result["went_silent"] == 1000
     assert result["policies"]["defaults"]["false_kills"] == 0
     assert result["policies"]["defaults"]["detection_s"]["max"] == 90.0
-    # About 2,400 recordings/s on an idle core (docs/tuning.md); the bound leaves room for a loaded machine.
-    assert 10_000 / elapsed > 400, f"{10_000 / elapsed:.0f} recordings/s"
 
 
 # -- tune -------------------------------------------------------------------------------------------
