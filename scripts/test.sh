@@ -8,11 +8,11 @@
 #      pass's and every Python subprocess's (coverage's patch = ["subprocess"]) -- reported, and the
 #      floor in pyproject.toml ([tool.coverage.report] fail_under) enforced.
 # Usage: scripts/test.sh PYTHON [PYTEST_ARGS...]
-# Environment: WORKERS (default 4; 0 runs pass 1 without xdist), COV_ARGS (default --cov; empty:
+# Environment: WORKERS (default 3; 0 runs pass 1 without xdist), COV_ARGS (default --cov; empty:
 # no coverage). pytest's exit 5 ("no tests collected") in both passes is a failure, not a pass.
 set -u
 py="$1"; shift
-workers="${WORKERS:-4}"
+workers="${WORKERS:-3}"
 cov_args="${COV_ARGS---cov}"
 cov_pass=()
 if [ -n "$cov_args" ]; then
