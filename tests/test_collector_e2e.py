@@ -25,6 +25,10 @@ from otel_liveness.testing.scripts import anthropic_status
 
 from .stack import ROOT, Collector, Prometheus, collector_binary, scaled_rules
 
+# A collector stack and fleets of worker processes against alert deadlines: run alone (beside
+# sibling workers on a slowed host, storms fell short of the rate their alerts need).
+pytestmark = pytest.mark.serial
+
 BODY = {"model": "claude-e2e", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 # The flight recorder on (timing mode, no content): its drop counter is one of the series the rules use.
 POLICY = Policy(raw_idle_timeout=0.2, semantic_notice_interval=0.1, backoff_initial=0.01, backoff_max=0.02,

@@ -39,6 +39,10 @@ from .stack import (
     scrape_families,
 )
 
+# A collector stack and fleets of worker processes against alert deadlines: run alone (beside
+# sibling workers on a slowed host, storms fell short of the rate their alerts need).
+pytestmark = pytest.mark.serial
+
 # Rules 2m -> 4s, 10m -> 20s; Alertmanager group_wait 30s -> 1s. OTEL_LIVENESS_RULES_SCALE=1 runs the
 # storm test with the shipped rules, 15 s scrapes and the shipped Alertmanager waits (about 6 minutes):
 # the time-to-page in docs/operations.md comes from that run.
@@ -270,7 +274,7 @@ def test_series_budget_does_not_grow_with_processes(stack: Stack) -> None:
 
 def test_exemplars_link_only_kept_traces(stack: Stack) -> None:
     run_fleet(stack.collector.otlp_http, [["stall_after_partial", "inband_overload", "long_think"]], service="exemplars")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # polled: the tail-sampling wait and a batch, slower on a loaded host
     exemplars: list[tuple[str, str]] = []
     while not exemplars and time.monotonic() < deadline:
         text = stack.collector.scrape(openmetrics=True)

@@ -18,6 +18,10 @@ import pytest
 from .otlp_receiver import OTLPReceiver
 from .stack import ROOT, Collector, Prometheus, collector_binary, fleet_total, run_fleet, scaled_rules
 
+# A collector stack and fleets of worker processes against alert deadlines: run alone (beside
+# sibling workers on a slowed host, storms fell short of the rate their alerts need).
+pytestmark = pytest.mark.serial
+
 AGENT = ROOT / "collector" / "topology" / "agent.yaml"
 
 
