@@ -14,12 +14,14 @@ setup(
         Extension(
             "otel_liveness.core._lane",
             ["otel_liveness/core/_lane.c"],
+            depends=["otel_liveness/core/bulk_api.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
         Extension(
             "otel_liveness.core._bulk",
             ["otel_liveness/core/_bulk.c"],
+            depends=["otel_liveness/core/bulk_api.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

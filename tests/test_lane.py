@@ -412,3 +412,75 @@ def test_another_thread_during_admit_is_refused(cls: Any) -> None:
     lane.open(10.0, 1.0, 10.0, 0.0, 0)
     assert lane.step(DELTA, 1.0)
     assert [type(e) for e in errors] == [RuntimeError] and lane.take()[0] == 1
+
+
+@pytest.mark.skipif(not (lane_mod.NATIVE and bulk.NATIVE), reason="the C lane or scanner is not built")
+def test_a_c_lane_calls_an_exact_scanner_in_c_and_a_subclass_through_its_admit() -> None:
+    # A _bulk.Scanner (not subclassable) is called through the _C_API capsule, with no Python call;
+    # any other scanner through its bound admit(): its own method runs and its answer is the lane's.
+    calls: list[int] = []
+
+    class Counting:
+        def __init__(self) -> None:
+            self.inner = _scanner(bulk.Scanner)
+
+        def feed(self, data: bytes) -> Any:
+            return self.inner.feed(data)
+
+        def journal(self) -> bytes:
+            return bytes(self.inner.journal())
+
+        def admit(self, chunk: bytes) -> int:
+            calls.append(len(chunk))
+            return -1 if b"decline" in chunk else int(self.inner.admit(chunk))
+
+    with pytest.raises(TypeError):
+        type("Sub", (bulk.Scanner,), {})
+    results = []
+    for make in (lambda: _scanner(bulk.Scanner), Counting):
+        keep: list[bytes] = []
+        scanner = make()
+        scanner.feed(b"\n")
+        lane = lane_mod.Lane(KEYS, PREFIX, 1 << 20, keep)
+        lane.attach(scanner)
+        lane.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
+        results.append((lane.step(DELTA * 3, 1.0), lane.step(DELTA, 1.5), lane.take(), bytes(scanner.journal()), keep))
+    assert results[0] == results[1]
+    assert calls == [3 * len(DELTA), len(DELTA)]
+    # the override's answer is the lane's: declined, nothing counted
+    lane.open(10.0, 1.0, 10.0, 2.0, 0)
+    assert not lane.step(b'event: content_block_delta\ndata: {"decline":1}\n\n', 2.5) and lane.take()[0] == 0
+    # re-attached to an exact scanner, then detached: the C call follows the attachment
+    exact = _scanner(bulk.Scanner)
+    exact.feed(b"\n")
+    lane.attach(exact)
+    assert lane.step(DELTA, 3.0) and exact.journal() and len(calls) == 3
+    lane.attach(None)
+    assert lane.step(DELTA, 3.5) and lane.take()[0] == 2  # one whole frame: admitted by its prefix
+
+
+@pytest.mark.skipif(not (lane_mod.NATIVE and bulk.NATIVE), reason="the C lane or scanner is not built")
+def test_an_error_of_the_scanner_called_in_c_propagates_from_step() -> None:
+    # The scanner refuses a call while it is busy (its Python classifier is running): called from
+    # the lane in C, that refusal still reaches the caller of step(), and the lane counts nothing.
+    from otel_liveness.core.framing import _ROLES, _comment_kind
+    from otel_liveness.core.providers import StreamFacts
+
+    profile = profile_for("anthropic")
+    seen: list[BaseException] = []
+
+    def slow(block: bytes) -> Any:
+        try:
+            lane.step(DELTA, 1.0)
+        except RuntimeError as exc:
+            seen.append(exc)
+        return profile.classify_block(block, facts=StreamFacts())
+
+    scanner = bulk.Scanner(1 << 20, tuple(profile.fast.items()), slow, _comment_kind(profile), _ROLES, 1 << 20, PREFIX)
+    lane = lane_mod.Lane(KEYS, PREFIX, 1 << 20, [])
+    lane.attach(scanner)
+    lane.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
+    scanner.feed(b'event: message_start\ndata: {"type":"message_start","message":{}}\n\n')
+    assert len(seen) == 1 and "Scanner is busy" in str(seen[0])
+    assert lane.take()[0] == 0
+    assert lane.step(DELTA, 2.0) and lane.take()[0] == 1  # once the feed is over: admitted

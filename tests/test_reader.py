@@ -229,3 +229,30 @@ def test_a_second_thread_iterating_the_same_body_is_refused_and_changes_nothing(
     release.set()
     worker.join(5)
     assert got == [DELTA] and list(reader) == [b"end"] and log == [("sent", None)]
+
+
+def test_given_time_monotonic_the_reader_reads_the_same_clock_in_c() -> None:
+    # time.monotonic itself is read in C (CLOCK_MONOTONIC, converted as CPython converts it): each
+    # read's time lies between the monotonic readings around it, a read that goes to the body is
+    # sent with a float of the same clock, and a lane horizon in that clock still applies.
+    import time
+
+    log: list[Any] = []
+    lane = SyncBackend.steady_lane(KEYS, PREFIX, 1 << 20, [])
+    before = time.monotonic()
+    lane.open(before + 100.0, 10.0, before + 1000.0, before, 0)
+    reader = SyncBackend.steady_reader(lane, iter([DELTA, PING, DELTA]), time.monotonic,
+                                       _body(log, outputs=iter([b"judged"])), STEADY)
+    assert next(reader) == b"first" and next(reader) == DELTA
+    first = lane.last
+    between = time.monotonic()
+    assert list(reader) == [b"judged", DELTA, b"end"]
+    after = time.monotonic()
+    sent = log[0][1]
+    assert type(sent[0]) is float and sent[1] == PING
+    assert before <= first <= between <= sent[0] <= lane.last <= after
+    # a horizon already past: nothing is admitted, every read goes to the body with its time
+    log.clear()
+    lane.open(time.monotonic() - 1.0, 10.0, 1e18, 0.0, 0)
+    reader = SyncBackend.steady_reader(lane, iter([DELTA]), time.monotonic, _body(log, outputs=iter([b"late"])), STEADY)
+    assert list(reader) == [b"first", b"late", b"end"] and log[0][1][1] == DELTA

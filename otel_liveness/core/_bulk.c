@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bulk_api.h"
+
 #if defined(__GNUC__) || defined(__clang__)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #else
@@ -1365,26 +1367,26 @@ rollback:
     return frames;
 }
 
-static PyObject *
-admit_common(Scanner *self, PyObject *chunk)
+/* admit() without the boxing: the frames, -1 (declined: nothing changed) or -2 (an error is set).
+ * The scanner is entered (busy) by the caller. */
+static Py_ssize_t
+admit_frames(Scanner *self, PyObject *chunk)
 {
     if (!PyBytes_CheckExact(chunk) || !self->started || self->pending_cr)
-        return PyLong_FromLong(-1);
+        return -1;
     const char *d = PyBytes_AS_STRING(chunk);
     Py_ssize_t n = PyBytes_GET_SIZE(chunk);
     if (n == 0 || memchr(d, '\r', (size_t)n) != NULL)
-        return PyLong_FromLong(-1);
+        return -1;
     if (self->pend.len == 0 && self->hold == NULL) {
         Py_ssize_t frames = admit_aligned(self, d, n);
-        if (frames == -2)
-            return NULL;
         if (frames != -3)
-            return PyLong_FromSsize_t(frames);
+            return frames;
     }
     Scan sc;
     if (scan(self, d, n, &sc) < 0) {
         scan_free(&sc);
-        return NULL;
+        return -2;
     }
     Py_ssize_t count = sc.count;
     Py_ssize_t size;
@@ -1397,7 +1399,7 @@ admit_common(Scanner *self, PyObject *chunk)
     }
     if (!ok) {
         scan_free(&sc);
-        return PyLong_FromLong(-1);
+        return -1;
     }
     mark(self);
     PyObject *kind = self->semantic;
@@ -1405,24 +1407,32 @@ admit_common(Scanner *self, PyObject *chunk)
         Span *sp = &sc.spans[i];
         if (account(self, span_bytes(self, d, sp), sp->len, &kind, 1, sp->key, &sp->delta) < 0) {
             scan_free(&sc);
-            return NULL;
+            return -2;
         }
     }
     int rc = keep_rest(self, d, n, &sc);
     scan_free(&sc);
-    if (rc < 0)
-        return NULL;
-    return PyLong_FromSsize_t(count);
+    return rc < 0 ? -2 : count;
+}
+
+/* The C entry point other extensions call (the steady lane, through the _C_API capsule): as
+ * Scanner.admit(chunk) on an exact Scanner, unboxed -- frames, -1 declined, -2 error set. */
+static Py_ssize_t
+bulk_admit(PyObject *scanner, PyObject *chunk)
+{
+    Scanner *self = (Scanner *)scanner;
+    if (enter(self) < 0)
+        return -2;
+    Py_ssize_t frames = admit_frames(self, chunk);
+    self->busy = 0;
+    return frames;
 }
 
 static PyObject *
 Scanner_admit(Scanner *self, PyObject *chunk)
 {
-    if (enter(self) < 0)
-        return NULL;
-    PyObject *res = admit_common(self, chunk);
-    self->busy = 0;
-    return res;
+    Py_ssize_t frames = bulk_admit((PyObject *)self, chunk);
+    return frames == -2 ? NULL : PyLong_FromSsize_t(frames);
 }
 
 static PyObject *
@@ -1706,6 +1716,14 @@ PyInit__bulk(void)
     Py_INCREF(&ScannerType);
     if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0) {
         Py_DECREF(&ScannerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* for _lane.c: admit() called from C on an exact Scanner (see bulk_api.h) */
+    static BulkAPI api = {BULK_API_VERSION, &ScannerType, bulk_admit};
+    PyObject *capsule = PyCapsule_New(&api, BULK_API_CAPSULE, NULL);
+    if (capsule == NULL || PyModule_AddObject(m, "_C_API", capsule) < 0) {
+        Py_XDECREF(capsule);
         Py_DECREF(m);
         return NULL;
     }

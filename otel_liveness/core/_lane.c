@@ -11,6 +11,17 @@
 #include <stddef.h>
 #include <math.h>
 #include <string.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "bulk_api.h"
+
+/* The bulk scanner's C API (_bulk.c's capsule), looked up at the first attach; NULL when _bulk is
+ * not built or is another version: every scanner is then called through its bound admit(). */
+static const BulkAPI *bulk_api = NULL;
+/* time.monotonic, the builtin: a Reader given it reads the clock in C (monotonic_now) */
+static PyObject *time_monotonic = NULL;
+static int bulk_api_tried = 0;
 
 typedef struct {
     PyObject_HEAD
@@ -29,6 +40,7 @@ typedef struct {
     PyObject *keep; /* list */
     PyObject *scanner; /* a bulk scanner, or NULL */
     PyObject *admit;   /* its bound admit(), or NULL */
+    Py_ssize_t (*admit_c)(PyObject *, PyObject *); /* admit() unboxed, for an exact _bulk.Scanner */
     int busy;          /* step() is calling admit() (Python): the lane is not to be used meanwhile */
 } Lane;
 
@@ -67,6 +79,7 @@ Lane_clear(Lane *self)
     Py_CLEAR(self->keep);
     Py_CLEAR(self->scanner);
     Py_CLEAR(self->admit);
+    self->admit_c = NULL;
     return 0;
 }
 
@@ -122,6 +135,7 @@ Lane_init(Lane *self, PyObject *args, PyObject *kwds)
     self->nbytes = 0;
     Py_CLEAR(self->scanner);
     Py_CLEAR(self->admit);
+    self->admit_c = NULL;
     return 0;
 }
 
@@ -158,18 +172,32 @@ lane_step(Lane *self, PyObject *chunk, double now)
     if (self->admit != NULL) {
         /* the scanner consumes the read only if it admits it; a failure below then ends the
            stream (the error propagates), so the order does not leave a half-counted read */
-        PyObject *admit = self->admit;
-        Py_INCREF(admit); /* held for the call, whatever it does to the lane */
-        self->busy = 1;
-        PyObject *res = PyObject_CallOneArg(admit, chunk);
-        self->busy = 0;
-        Py_DECREF(admit);
-        if (res == NULL)
-            return -1;
-        frames = PyLong_AsSsize_t(res);
-        Py_DECREF(res);
-        if (frames == -1 && PyErr_Occurred())
-            return -1;
+        if (self->admit_c != NULL) {
+            /* an exact _bulk.Scanner: the same call without a Python frame or a boxed result (it
+               calls no Python: a read its fast prefixes do not cover is declined) */
+            PyObject *scanner = self->scanner;
+            Py_INCREF(scanner);
+            self->busy = 1;
+            frames = self->admit_c(scanner, chunk);
+            self->busy = 0;
+            Py_DECREF(scanner);
+            if (frames == -2)
+                return -1;
+        }
+        else {
+            PyObject *admit = self->admit;
+            Py_INCREF(admit); /* held for the call, whatever it does to the lane */
+            self->busy = 1;
+            PyObject *res = PyObject_CallOneArg(admit, chunk);
+            self->busy = 0;
+            Py_DECREF(admit);
+            if (res == NULL)
+                return -1;
+            frames = PyLong_AsSsize_t(res);
+            Py_DECREF(res);
+            if (frames == -1 && PyErr_Occurred())
+                return -1;
+        }
         if (frames < 0)
             return 0;
     }
@@ -262,7 +290,18 @@ Lane_attach(Lane *self, PyObject *scanner)
         if (admit == NULL)
             return NULL;
         Py_INCREF(scanner);
+        if (!bulk_api_tried) {
+            bulk_api_tried = 1;
+            const BulkAPI *api = PyCapsule_Import(BULK_API_CAPSULE, 0);
+            if (api == NULL)
+                PyErr_Clear(); /* no _bulk: the bound admit() it is */
+            else if (api->version == BULK_API_VERSION)
+                bulk_api = api;
+        }
     }
+    self->admit_c = bulk_api != NULL && scanner != Py_None && Py_TYPE(scanner) == bulk_api->scanner_type
+                        ? bulk_api->admit
+                        : NULL;
     Py_XSETREF(self->admit, admit);
     Py_XSETREF(self->scanner, scanner == Py_None ? NULL : scanner);
     Py_RETURN_NONE;
@@ -343,6 +382,7 @@ typedef struct {
     PyObject *clock;
     PyObject *body;
     PyObject *steady;
+    int monotonic; /* clock is time.monotonic: read CLOCK_MONOTONIC here, as it would (Linux) */
     int reading; /* body yielded steady: the reader reads */
     int running; /* a next() is in progress (another thread's, while this one waits for a read) */
 } Reader;
@@ -406,6 +446,7 @@ Reader_init(Reader *self, PyObject *args, PyObject *kwds)
     Py_XSETREF(self->body, body);
     Py_INCREF(steady);
     Py_XSETREF(self->steady, steady);
+    self->monotonic = time_monotonic != NULL && clock == time_monotonic;
     self->reading = 0;
     self->running = 0;
     return 0;
@@ -446,6 +487,33 @@ throw_in(Reader *self)
 }
 
 static PyObject *reader_next(Reader *self);
+
+/* time.monotonic() without the call and the float: on Linux CPython reads CLOCK_MONOTONIC and
+ * converts its nanoseconds to seconds exactly so (_PyTime_AsSecondsDouble), so the engine sees the
+ * same values from both. 0, or -1 (no error set) to call the clock instead. */
+static int
+monotonic_now(double *now)
+{
+#if defined(__linux__) && defined(CLOCK_MONOTONIC)
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return -1;
+    int64_t ns = (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+    volatile double d; /* as CPython: no rounding other than the one division */
+    if (ns % 1000000000 == 0) {
+        d = (double)(ns / 1000000000);
+    }
+    else {
+        d = (double)ns;
+        d /= 1e9;
+    }
+    *now = d;
+    return 0;
+#else
+    (void)now;
+    return -1;
+#endif
+}
 
 /* As a generator: a next() while another is in progress (a second thread iterating the same body)
  * raises ValueError and changes nothing. */
@@ -488,11 +556,13 @@ reader_next(Reader *self)
             out = PyErr_Occurred() ? throw_in(self) : resume(self, Py_None);
             continue;
         }
-        PyObject *t = PyObject_CallNoArgs(self->clock);
         double now = -1.0;
-        if (t != NULL) {
-            now = PyFloat_AsDouble(t);
-            Py_DECREF(t);
+        if (!self->monotonic || monotonic_now(&now) < 0) {
+            PyObject *t = PyObject_CallNoArgs(self->clock);
+            if (t != NULL) {
+                now = PyFloat_AsDouble(t);
+                Py_DECREF(t);
+            }
         }
         int rc = (now == -1.0 && PyErr_Occurred()) ? -1 : check_lane(self->lane);
         if (rc == 0)
@@ -562,6 +632,15 @@ PyInit__lane(void)
 {
     if (PyType_Ready(&LaneType) < 0 || PyType_Ready(&ReaderType) < 0)
         return NULL;
+#if defined(__linux__) && defined(CLOCK_MONOTONIC)
+    PyObject *time_module = PyImport_ImportModule("time");
+    if (time_module == NULL)
+        return NULL;
+    time_monotonic = PyObject_GetAttrString(time_module, "monotonic"); /* kept for the process */
+    Py_DECREF(time_module);
+    if (time_monotonic == NULL)
+        return NULL;
+#endif
     PyObject *m = PyModule_Create(&lanemodule);
     if (m == NULL)
         return NULL;
