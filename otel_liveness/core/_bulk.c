@@ -109,36 +109,40 @@ buf_trim(Buf *b)
 
 typedef struct {
     PyObject_HEAD
+    /* What an admitted read touches comes first, together (a few cache lines: between reads of a
+       live stream the caller's own work evicts them, so each line is a miss on every read); the
+       keys' tables, read only on the general path and on a frame no fused delta matched, last. */
+    int ready;               /* __init__ ran (tp_alloc zero-fills: a fresh object is not ready) */
+    int busy;                /* a call is in progress (it may call the classifier, i.e. Python) */
+    int started;
+    int pending_cr;
     Py_ssize_t max_frame;
     Py_ssize_t prefix;
+    Py_ssize_t delta_key;    /* the key that is the head of a content_block_delta, or -1 */
+    int delta_fused;         /* it is, and its kind is semantic: admit() parses deltas in one pass */
+    PyObject *heartbeat, *preamble, *semantic, *error; /* borrowed from roles */
+    PyObject *hold;          /* list, or NULL */
+    Buf pend;                /* the block in progress, LF-normalised (or the start of a BOM) */
+    Py_ssize_t journal_max;  /* < 0: no journal */
+    int jstate;
+    int mark_state;
+    Buf journal;
+    Py_ssize_t run;          /* offset of the journal's last record if it is a run, else -1 */
+    Py_ssize_t mark_len;
+    Py_ssize_t mark_run;
+    uint32_t mark_run_len;
+    int colon_keys;          /* a key starts with ':': a comment line may be a fast frame */
     Py_ssize_t nkeys;
     PyObject *fast;          /* tuple of (bytes, kind) */
+    PyObject *slow;          /* callable(block) -> list of kinds */
+    PyObject *comment;       /* the kind of a comment line */
+    PyObject *roles;         /* (heartbeat, preamble, semantic, error) */
+    Py_ssize_t discarded;
+    Buf norm;                /* scratch: a normalised read */
     const char *kbuf[MAX_KEYS];
     Py_ssize_t klen[MAX_KEYS];
     PyObject *kkind[MAX_KEYS]; /* borrowed from fast */
     int kskip[MAX_KEYS];     /* the key holds no blank line: a block's end is searched past it */
-    Py_ssize_t delta_key;    /* the key that is the head of a content_block_delta, or -1 */
-    int colon_keys;          /* a key starts with ':': a comment line may be a fast frame */
-    PyObject *slow;          /* callable(block) -> list of kinds */
-    PyObject *comment;       /* the kind of a comment line */
-    PyObject *roles;         /* (heartbeat, preamble, semantic, error) */
-    PyObject *heartbeat, *preamble, *semantic, *error; /* borrowed from roles */
-    PyObject *hold;          /* list, or NULL */
-    Buf pend;                /* the block in progress, LF-normalised (or the start of a BOM) */
-    int started;
-    int pending_cr;
-    Py_ssize_t discarded;
-    Py_ssize_t journal_max;  /* < 0: no journal */
-    int jstate;
-    Buf journal;
-    Py_ssize_t run;          /* offset of the journal's last record if it is a run, else -1 */
-    Py_ssize_t mark_len;
-    int mark_state;
-    Py_ssize_t mark_run;
-    uint32_t mark_run_len;
-    Buf norm;                /* scratch: a normalised read */
-    int ready;               /* __init__ ran (tp_alloc zero-fills: a fresh object is not ready) */
-    int busy;                /* a call is in progress (it may call the classifier, i.e. Python) */
 } Scanner;
 
 /* Every entry point that reads the scanner's state checks `ready` first: an object whose
@@ -310,6 +314,7 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     self->preamble = PyTuple_GET_ITEM(roles, 1);
     self->semantic = PyTuple_GET_ITEM(roles, 2);
     self->error = PyTuple_GET_ITEM(roles, 3);
+    self->delta_fused = self->delta_key >= 0 && self->kkind[self->delta_key] == self->semantic;
     self->hold = NULL;
     self->max_frame = max_frame;
     self->prefix = prefix;
@@ -1292,7 +1297,7 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
     const int old_state = s->mark_state;
     const uint32_t old_run_len = s->mark_run_len;
     mark(s);
-    const int fused = s->delta_key >= 0 && s->kkind[s->delta_key] == s->semantic;
+    const int fused = s->delta_fused;
     Py_ssize_t frames = 0, p = 0;
     for (;;) {
         while (p < n && d[p] == '\n')
