@@ -33,7 +33,8 @@ must not grow with the stream length (they are bounded by ``max_prefix_bytes`` +
 
 Exits non-zero when a checked target is missed. ::
 
-    python -m benchmarks.bench_transport [--events 20000] [--batch 1,64] [--rounds 11] [--memory-mb 100] [--json]
+    python -m benchmarks.bench_transport [--events 20000] [--batch 1,64] [--rounds 11] [--raw-rounds 41]
+        [--sdk-rounds 21] [--memory-mb 100] [--json]
 """
 
 from __future__ import annotations
@@ -296,17 +297,17 @@ def memory(url: str, scenario: str) -> dict[str, float]:
 
 
 def overhead(url: str, plain_http: httpx2.Client, wrapped_http: httpx2.Client, policy: otel_liveness.Policy,
-             rounds: int, events: int) -> dict[str, Any]:
+             rounds: int, events: int, raw_rounds: int, sdk_rounds: int) -> dict[str, Any]:
     """The raw-bytes and SDK paths of one scenario: whole-stream pairs (the figure of record),
     interleaved pairs, the memchr-only floor, and the added cost per read and per event."""
-    raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), rounds)
-    floor = paired(lambda: raw_path(plain_http, url), lambda: memchr_path(plain_http, url), rounds)
+    raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), raw_rounds)
+    floor = paired(lambda: raw_path(plain_http, url), lambda: memchr_path(plain_http, url), raw_rounds)
     raw_i = interleaved(lambda: _RawStream(plain_http, url), lambda: _RawStream(wrapped_http, url), rounds)
     sdk_plain = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, http_client=httpx2.Client(timeout=60))
     sdk_wrapped = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0,
                                       http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
                                                                 timeout=60))
-    sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), rounds)
+    sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), sdk_rounds)
     sdk_i = interleaved(lambda: sdk_stream(sdk_plain), lambda: sdk_stream(sdk_wrapped), rounds)
     added = raw["wrapped_s"] - raw["plain_s"]
     reads = max(int(raw["reads"]), 1)
@@ -320,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--batch", default="1,64", help="events per server write; comma-separated, each measured")
-    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--rounds", type=int, default=11, help="rounds of the interleaved pairings")
+    parser.add_argument("--raw-rounds", type=int, default=41,
+                        help="whole-stream pairs of the raw-bytes path and of the floor (a stream of 64 events a "
+                             "read is ~5 ms: the median of 11 moved by +-0.03 between runs)")
+    parser.add_argument("--sdk-rounds", type=int, default=21, help="whole-stream pairs of the SDK path")
     parser.add_argument("--memory-mb", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--pure-lane", action="store_true",
@@ -342,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)
         for batch in batches:
             per_batch[batch] = overhead(f"{server}/s/bench{batch}", plain_http, wrapped_http, policy, args.rounds,
-                                        args.events)
+                                        args.events, args.raw_rounds, args.sdk_rounds)
         first = f"{server}/s/bench{batches[0]}"
         telemetry = telemetry_overhead(first, policy, args.rounds)
         noop = noop_api_overhead(first, policy, args.rounds)
@@ -365,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{args.events} events, {args.rounds} rounds; steady lane and bulk scanner: "
+        print(f"{args.events} events; whole-stream pairs: {args.raw_rounds} (raw bytes, floor), {args.sdk_rounds} (SDK); "
+              f"interleaved: {args.rounds} rounds; steady lane and bulk scanner: "
               f"{'C' if native else 'pure Python'}; load average {os.getloadavg()[0]:.1f} at the end")
         print("whole streams (the figure of record): wrapped / plain, median [min -- max] of the paired rounds")
         for batch in batches:
