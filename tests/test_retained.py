@@ -229,3 +229,95 @@ def test_the_hold_is_dropped_at_the_first_content() -> None:
     played = play([START, BLOCK, delta("a")], eof=False)
     framer = played.engine.attempt.framer  # type: ignore[union-attr]
     assert framer.replay() is None and framer.scanner.hold is None  # type: ignore[attr-defined]
+
+
+# -- through the transport: the first released bytes are not kept by the body ---------------------
+
+
+def _openai_chunk(n: int) -> bytes:
+    return b"".join(b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"'
+                    + b"x" * 200 + b'"}}]}\n\n' for _ in range(n))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_first_released_read_is_not_kept_while_the_stream_stays_open(mode: str) -> None:
+    # The read that ends the hold goes to the caller as the response's first bytes. The body must
+    # not keep it afterwards: it is a whole read (up to httpcore's 64 KiB; 1.5 MB here), outside
+    # what the engine retains and bounds -- for a stream that may stay open for minutes. Measured
+    # after a second read, while the stream is still open.
+    import asyncio
+    import gc
+    import tracemalloc
+
+    import httpx2
+
+    import otel_liveness
+
+    first_size = 5000  # events: ~1.5 MB in one read
+
+    def produce() -> Any:
+        yield _openai_chunk(first_size)  # built here: nothing else refers to it
+        yield _openai_chunk(1)
+        yield (b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},'
+               b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+
+    class SyncBody(httpx2.SyncByteStream):
+        def __iter__(self) -> Any:
+            return produce()
+
+    class AsyncBody(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            for chunk in produce():
+                yield chunk
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = SyncBody() if mode == "sync" else AsyncBody()
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+
+    request = {"model": "gpt-x", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    url = "https://api.openai.com/v1/chat/completions"
+    sizes: list[int] = []
+
+    def measure() -> int:
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+
+    def sync_stream(client: httpx2.Client, probe: bool) -> int:
+        with client.stream("POST", url, json=request) as response:
+            reads = response.iter_raw()
+            sizes[:] = [len(next(reads)), len(next(reads))]
+            held = measure() - base if probe else 0
+            sizes.extend(len(x) for x in reads)
+        return held
+
+    async def async_stream(client: httpx2.AsyncClient, probe: bool) -> int:
+        async with client.stream("POST", url, json=request) as response:
+            reads = response.aiter_raw()
+            sizes[:] = [len(await reads.__anext__()), len(await reads.__anext__())]
+            held = measure() - base if probe else 0
+            sizes.extend([len(x) async for x in reads])
+        return held
+
+    async def async_run() -> int:
+        transport = otel_liveness.wrap(httpx2.MockTransport(handler), asynchronous=True)
+        async with httpx2.AsyncClient(transport=transport) as client:
+            await async_stream(client, False)  # first use: lazy imports and caches, not measured
+            tracemalloc.start()
+            return await async_stream(client, True)
+
+    base = 0
+    try:
+        if mode == "sync":
+            with httpx2.Client(transport=otel_liveness.wrap(httpx2.MockTransport(handler))) as client:
+                sync_stream(client, False)  # first use: lazy imports and caches, not measured
+                tracemalloc.start()
+                base = measure()
+                held = sync_stream(client, True)
+        else:
+            base = 0
+            held = asyncio.run(async_run())
+    finally:
+        tracemalloc.stop()
+    assert sizes[0] == len(_openai_chunk(first_size)) and len(sizes) == 3
+    # the raw head (max_prefix_bytes, 8 KiB) and the request's own objects, not the 1.5 MB read
+    assert held < 256 * 1024, held

@@ -77,6 +77,9 @@ class SyncLivenessStream:
             if self._first:
                 first, self._first = self._first, b""
                 yield first
+                # not kept in this frame for the stream's life: it can be a whole read (up to
+                # httpcore's 64 KiB), outside what the engine retains and bounds
+                del first
             if command is READ:
                 if iterator is None:
                     iterator = self._inner.stream.__iter__()
@@ -88,6 +91,7 @@ class SyncLivenessStream:
                         if steady:
                             taken: Any = yield _STEADY
                             command = engine.eof(clock()) if taken is None else engine.received(taken[0], taken[1])
+                            taken = None  # (not kept through the steady reads that follow)
                         else:
                             for chunk in iterator:
                                 now = clock()
