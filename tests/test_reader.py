@@ -256,3 +256,30 @@ def test_given_time_monotonic_the_reader_reads_the_same_clock_in_c() -> None:
     lane.open(time.monotonic() - 1.0, 10.0, 1e18, 0.0, 0)
     reader = SyncBackend.steady_reader(lane, iter([DELTA]), time.monotonic, _body(log, outputs=iter([b"late"])), STEADY)
     assert list(reader) == [b"first", b"late", b"end"] and log[0][1][1] == DELTA
+
+
+def test_a_fake_monotonic_installed_before_import_is_called_not_bypassed() -> None:
+    # A Python function put in time.monotonic's place before the C lane is imported (a fake clock)
+    # must be called: the reader reads CLOCK_MONOTONIC itself only for the builtin.
+    import subprocess
+    import sys
+
+    code = """
+import time
+time.monotonic = lambda: 42.0
+from otel_liveness.core import _lane
+from otel_liveness.core.providers import PREFIX, profile_for
+lane = _lane.Lane(profile_for("anthropic").semantic_keys, PREFIX, 1 << 20, [])
+lane.open(100.0, 10.0, 1000.0, 0.0, 0)
+STEADY = object()
+def body():
+    yield b"first"
+    yield STEADY
+D = (b'event: content_block_delta\\ndata: {"type":"content_block_delta","index":0,'
+     b'"delta":{"type":"text_delta","text":"t"}}\\n\\n')
+out = list(_lane.Reader(lane, iter([D]), time.monotonic, body(), STEADY))
+print(len(out), lane.last)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["2", "42.0"]

@@ -640,6 +640,10 @@ PyInit__lane(void)
     Py_DECREF(time_module);
     if (time_monotonic == NULL)
         return NULL;
+    if (!PyCFunction_Check(time_monotonic)) {
+        /* replaced before this import (a fake clock): never read CLOCK_MONOTONIC in its stead */
+        Py_CLEAR(time_monotonic);
+    }
 #endif
     PyObject *m = PyModule_Create(&lanemodule);
     if (m == NULL)
