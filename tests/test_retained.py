@@ -20,7 +20,7 @@ from otel_liveness.core.engine import HOLD_VERBATIM_BYTES, Engine
 from otel_liveness.core.request import RequestFacts
 from otel_liveness.core.sse import SSEScanner
 from otel_liveness.testing import steps as s
-from otel_liveness.testing.scripts import BEDROCK_HEADERS, PING, bedrock_reply, sse_event
+from otel_liveness.testing.scripts import BEDROCK_HEADERS, PING, bedrock_reply, openai_chat_reply, sse_event
 
 SSE = {"content-type": "text/event-stream"}
 POLICY = Policy(first_byte_timeout=None, semantic_notice_interval=None)
@@ -234,11 +234,6 @@ def test_the_hold_is_dropped_at_the_first_content() -> None:
 # -- through the transport: the first released bytes are not kept by the body ---------------------
 
 
-def _openai_chunk(n: int) -> bytes:
-    return b"".join(b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"'
-                    + b"x" * 200 + b'"}}]}\n\n' for _ in range(n))
-
-
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_the_first_released_read_is_not_kept_while_the_stream_stays_open(mode: str) -> None:
     # The read that ends the hold goes to the caller as the response's first bytes. The body must
@@ -253,13 +248,15 @@ def test_the_first_released_read_is_not_kept_while_the_stream_stays_open(mode: s
 
     import otel_liveness
 
-    first_size = 5000  # events: ~1.5 MB in one read
+    # 5,000 content events of 200 characters (OpenAI: no content journal), in three reads: all but
+    # the last event at once, the last event, then the stop and [DONE]
+    events = [step.data for step in openai_chat_reply("x" * 1_000_000, deltas=5000) if isinstance(step, s.Raw)]
+    first_len = sum(map(len, events[:-3]))
 
     def produce() -> Any:
-        yield _openai_chunk(first_size)  # built here: nothing else refers to it
-        yield _openai_chunk(1)
-        yield (b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},'
-               b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+        yield b"".join(events[:-3])  # joined here, while measured: nothing else refers to it
+        yield events[-3]
+        yield b"".join(events[-2:])
 
     class SyncBody(httpx2.SyncByteStream):
         def __iter__(self) -> Any:
@@ -277,47 +274,46 @@ def test_the_first_released_read_is_not_kept_while_the_stream_stays_open(mode: s
     request = {"model": "gpt-x", "stream": True, "messages": [{"role": "user", "content": "x"}]}
     url = "https://api.openai.com/v1/chat/completions"
     sizes: list[int] = []
+    held: list[int] = []
 
     def measure() -> int:
         gc.collect()
         return tracemalloc.get_traced_memory()[0]
 
-    def sync_stream(client: httpx2.Client, probe: bool) -> int:
+    def sync_stream(client: httpx2.Client, probe: bool) -> None:
         with client.stream("POST", url, json=request) as response:
             reads = response.iter_raw()
             sizes[:] = [len(next(reads)), len(next(reads))]
-            held = measure() - base if probe else 0
+            if probe:
+                held.append(measure())
             sizes.extend(len(x) for x in reads)
-        return held
 
-    async def async_stream(client: httpx2.AsyncClient, probe: bool) -> int:
+    async def async_stream(client: httpx2.AsyncClient, probe: bool) -> None:
         async with client.stream("POST", url, json=request) as response:
             reads = response.aiter_raw()
             sizes[:] = [len(await reads.__anext__()), len(await reads.__anext__())]
-            held = measure() - base if probe else 0
+            if probe:
+                held.append(measure())
             sizes.extend([len(x) async for x in reads])
-        return held
 
-    async def async_run() -> int:
+    async def async_run() -> None:
         transport = otel_liveness.wrap(httpx2.MockTransport(handler), asynchronous=True)
         async with httpx2.AsyncClient(transport=transport) as client:
             await async_stream(client, False)  # first use: lazy imports and caches, not measured
             tracemalloc.start()
-            return await async_stream(client, True)
+            await async_stream(client, True)
 
-    base = 0
     try:
         if mode == "sync":
             with httpx2.Client(transport=otel_liveness.wrap(httpx2.MockTransport(handler))) as client:
                 sync_stream(client, False)  # first use: lazy imports and caches, not measured
                 tracemalloc.start()
-                base = measure()
-                held = sync_stream(client, True)
+                sync_stream(client, True)
         else:
-            base = 0
-            held = asyncio.run(async_run())
+            asyncio.run(async_run())
     finally:
         tracemalloc.stop()
-    assert sizes[0] == len(_openai_chunk(first_size)) and len(sizes) == 3
-    # the raw head (max_prefix_bytes, 8 KiB) and the request's own objects, not the 1.5 MB read
-    assert held < 256 * 1024, held
+    assert sizes[0] == first_len > 1_400_000 and len(sizes) == 3
+    # traced since the second stream began: the raw head (max_prefix_bytes, 8 KiB) and the
+    # request's own objects, not the 1.5 MB read
+    assert held[0] < 256 * 1024, held
