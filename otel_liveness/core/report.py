@@ -149,15 +149,18 @@ def verdict_outcome(verdict: Terminal) -> AttemptOutcome:
     return attempt_outcome(Failure(failure_kind(verdict)))
 
 
+_OBSERVED_STOP = {
+    AttemptOutcome.WALL_BUDGET: StopReason.WALL_BUDGET,
+    AttemptOutcome.MALFORMED: StopReason.MALFORMED,
+    AttemptOutcome.TRUNCATED: StopReason.TRUNCATED,
+    AttemptOutcome.REJECTED: StopReason.REJECTED,
+}
+
+
 def observed_stop(failure: Failure) -> StopReason:
-    """Shadow mode: why the request would have stopped, had ``failure`` been enforced without retries."""
-    if failure.kind is FailureKind.WALL_BUDGET:
-        return StopReason.WALL_BUDGET
-    if failure.kind is FailureKind.MALFORMED:
-        return StopReason.MALFORMED
-    if failure.committed:
-        return StopReason.TRUNCATED
-    return StopReason.REJECTED if attempt_outcome(failure) is AttemptOutcome.REJECTED else StopReason.EXHAUSTED
+    """Shadow mode: why the request would have stopped, had ``failure`` been enforced without retries
+    (the attempt's outcome names it; every other outcome would have been retried to exhaustion)."""
+    return _OBSERVED_STOP.get(attempt_outcome(failure), StopReason.EXHAUSTED)
 
 
 def stop_reason(decision: Decision) -> StopReason:
