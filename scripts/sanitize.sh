@@ -10,7 +10,8 @@
 # 2. Copies the package, the tests and the fuzz harness next to them (a fresh copy every run, so
 #    the Python side is always the current one) and runs, in that copy, with the sanitizer runtime
 #    preloaded into the interpreter:
-#      - the C-vs-reference property tests (tests/test_bulk.py, tests/test_lane.py, tests/test_reader.py, tests/test_sse.py)
+#      - the C-vs-reference property tests (tests/test_bulk.py, tests/test_lane.py, tests/test_reader.py, tests/test_sse.py,
+#        tests/test_members.py)
 #        and the engine's and the retained-bytes tests (tests/test_engine.py, tests/test_retained.py:
 #        the scanner's hold, journal and retract as the engine drives them);
 #      - a bounded fuzz run of fuzz/fuzz_sse.py's checks (SANITIZE_FUZZ_RUNS inputs, at most
@@ -102,7 +103,7 @@ print('sanitize: importing', _bulk.__file__, 'and', _lane.__file__)
 " "$TREE/" || status=1
 if [ $status -eq 0 ]; then
   echo "sanitize: the C-vs-reference property tests, the engine's tests"
-  run "$PYTHON" -m pytest -q -p no:cacheprovider -x tests/test_bulk.py tests/test_lane.py tests/test_reader.py tests/test_sse.py \
+  run "$PYTHON" -m pytest -q -p no:cacheprovider -x tests/test_bulk.py tests/test_lane.py tests/test_reader.py tests/test_sse.py tests/test_members.py \
     tests/test_engine.py tests/test_retained.py ${SANITIZE_PYTEST_ARGS:-} || status=1
 fi
 if [ $status -eq 0 ]; then

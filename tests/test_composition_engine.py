@@ -14,7 +14,7 @@ from otel_liveness.core import errors as E
 from otel_liveness.core.commands import COMPLETE, READ, Fail, Respond, Send
 from otel_liveness.core.engine import Engine
 from otel_liveness.core.events import Verdict
-from otel_liveness.core.memory import ExhaustedCache, auth_identity, request_key
+from otel_liveness.core.memory import ExhaustedCache, RequestKey, auth_identity, request_key
 from otel_liveness.core.outcome import AttemptOutcome
 from otel_liveness.core.request import RequestFacts
 from otel_liveness.testing.scripts import Raw, anthropic_error, bedrock_reply, gemini_reply
@@ -85,6 +85,27 @@ def test_facts_key_includes_the_auth_identity() -> None:
     two = RequestFacts.read(headers={"x-api-key": "k2"}, **common)
     same = RequestFacts.read(headers={"x-api-key": "k1", "x-stainless-retry-count": "1"}, **common)
     assert one.key != two.key and one.key == same.key and same.sdk_retry and not one.sdk_retry
+
+
+def test_the_key_is_computed_only_when_the_cache_needs_it_and_then_keeps_no_body_or_credentials() -> None:
+    common: dict[str, Any] = {"method": "POST", "url": "https://h/v1/messages", "host": "h", "port": None,
+                              "path": "/v1/messages", "body": b'{"model":"m"}', "read_timeout": None}
+    fresh = RequestFacts.read(headers={"x-api-key": "sk-ant-SECRET"}, **common)
+    key = fresh.key
+    assert isinstance(key, RequestKey)
+    cache: ExhaustedCache[str] = ExhaustedCache()
+    assert not cache.discard(key)  # a fresh call, an empty cache (the common case): nothing hashed
+    assert key._digest is None and key._parts is not None
+    cache.put(key, "exhausted", 0.0)  # the key is computed here, and the body and headers dropped
+    assert key._digest == request_key("POST", "https://h/v1/messages", b'{"model":"m"}',
+                                      auth_identity({"x-api-key": "sk-ant-SECRET"}))
+    assert key._parts is None and "SECRET" not in repr(key)
+    retry = RequestFacts.read(headers={"x-api-key": "sk-ant-SECRET", "x-stainless-retry-count": "1"}, **common)
+    assert cache.get(retry.key, 1.0) == "exhausted"  # equal by digest, though a different object
+    other = RequestFacts.read(headers={"x-api-key": "sk-ant-OTHER", "x-stainless-retry-count": "1"}, **common)
+    assert cache.get(other.key, 1.0) is None
+    assert cache.discard(RequestFacts.read(headers={"x-api-key": "sk-ant-SECRET"}, **common).key)  # a new call forgets
+    assert len(cache) == 0
 
 
 # -- 1: bodies that cannot be replayed ------------------------------------------------------------

@@ -1697,8 +1697,176 @@ bulk_blank_lines(PyObject *module, PyObject *data)
     return PyLong_FromSsize_t(count);
 }
 
+/* -- top-level members of a JSON request body (otel_liveness/core/members.py is the reference) -- */
+
+#define TOP_MAX_NAMES 8
+
+static inline Py_ssize_t
+json_ws(const char *d, Py_ssize_t p, Py_ssize_t n)
+{
+    while (p < n && (d[p] == ' ' || d[p] == '\t' || d[p] == '\n' || d[p] == '\r'))
+        p++;
+    return p;
+}
+
+/* d[p] is an opening quote: the index after its closing quote, or -1 (unterminated). */
+static Py_ssize_t
+json_string(const char *d, Py_ssize_t p, Py_ssize_t n)
+{
+    Py_ssize_t start = p + 1;
+    p = start;
+    for (;;) {
+        const char *hit = p < n ? memchr(d + p, '"', (size_t)(n - p)) : NULL;
+        if (hit == NULL)
+            return -1;
+        Py_ssize_t q = hit - d, b = q;
+        while (b > start && d[b - 1] == '\\') /* the backslashes right before the quote */
+            b--;
+        if ((q - b) & 1) { /* an odd run escapes it */
+            p = q + 1;
+            continue;
+        }
+        return q + 1;
+    }
+}
+
+/* The index after the value at d[p], or -1 (it does not end). */
+static Py_ssize_t
+json_value(const char *d, Py_ssize_t p, Py_ssize_t n)
+{
+    if (p >= n)
+        return -1;
+    char c = d[p];
+    if (c == '"')
+        return json_string(d, p, n);
+    if (c == '{' || c == '[') {
+        Py_ssize_t depth = 0;
+        while (p < n) {
+            c = d[p];
+            if (c == '"') {
+                p = json_string(d, p, n);
+                if (p < 0)
+                    return -1;
+                continue;
+            }
+            if (c == '{' || c == '[')
+                depth++;
+            else if ((c == '}' || c == ']') && --depth == 0)
+                return p + 1;
+            p++;
+        }
+        return -1;
+    }
+    Py_ssize_t start = p;
+    while (p < n && d[p] != ',' && d[p] != '}' && d[p] != ']' && d[p] != ' ' && d[p] != '\t' && d[p] != '\n' &&
+           d[p] != '\r')
+        p++;
+    return p > start ? p : -1;
+}
+
+/* top_level(body, names) -> for each name, the raw value of that top-level member (its last
+ * occurrence) or None; None when the body is not an object the walk can follow or a key has an
+ * escape. The reference, and what is checked and what is not: members.py. */
+static PyObject *
+bulk_top_level(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "top_level(body, names): names must be a tuple of bytes");
+        return NULL;
+    }
+    PyObject *names = args[1];
+    Py_ssize_t nn = PyTuple_GET_SIZE(names);
+    if (nn > TOP_MAX_NAMES) {
+        PyErr_Format(PyExc_ValueError, "top_level: at most %d names", TOP_MAX_NAMES);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nn; i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "top_level(body, names): names must be a tuple of bytes");
+            return NULL;
+        }
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *d = view.buf;
+    Py_ssize_t n = view.len;
+    Py_ssize_t at[TOP_MAX_NAMES], len[TOP_MAX_NAMES];
+    for (Py_ssize_t i = 0; i < nn; i++)
+        at[i] = -1, len[i] = 0;
+    int ok = 0;
+    Py_ssize_t p = json_ws(d, 0, n);
+    if (p < n && d[p] == '{') {
+        p = json_ws(d, p + 1, n);
+        if (p < n && d[p] == '}') {
+            ok = 1;
+            p++;
+        }
+        else {
+            for (;;) {
+                if (p >= n || d[p] != '"')
+                    break;
+                Py_ssize_t key_end = json_string(d, p, n);
+                if (key_end < 0)
+                    break;
+                const char *key = d + p + 1;
+                Py_ssize_t klen = key_end - 1 - (p + 1);
+                if (memchr(key, '\\', (size_t)klen) != NULL)
+                    break;
+                p = json_ws(d, key_end, n);
+                if (p >= n || d[p] != ':')
+                    break;
+                p = json_ws(d, p + 1, n);
+                Py_ssize_t value_end = json_value(d, p, n);
+                if (value_end < 0)
+                    break;
+                for (Py_ssize_t i = 0; i < nn; i++) {
+                    PyObject *name = PyTuple_GET_ITEM(names, i);
+                    if (PyBytes_GET_SIZE(name) == klen && memcmp(PyBytes_AS_STRING(name), key, (size_t)klen) == 0) {
+                        at[i] = p;
+                        len[i] = value_end - p;
+                    }
+                }
+                p = json_ws(d, value_end, n);
+                if (p < n && d[p] == ',') {
+                    p = json_ws(d, p + 1, n);
+                    continue;
+                }
+                if (p < n && d[p] == '}') {
+                    ok = 1;
+                    p++;
+                }
+                break;
+            }
+        }
+    }
+    if (ok && json_ws(d, p, n) != n)
+        ok = 0; /* something after the object */
+    PyObject *out = NULL;
+    if (!ok) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    out = PyTuple_New(nn);
+    if (out == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < nn; i++) {
+        PyObject *v = at[i] < 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(d + at[i], len[i]);
+        if (v == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyTuple_SET_ITEM(out, i, v);
+    }
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef bulk_functions[] = {
     {"blank_lines", (PyCFunction)bulk_blank_lines, METH_O, "blank_lines(data) -> blank lines in data (memchr only)"},
+    {"top_level", (PyCFunction)(void (*)(void))bulk_top_level, METH_FASTCALL,
+     "top_level(body, names) -> the raw values of those top-level members of a JSON object (see members.py)"},
     {NULL},
 };
 

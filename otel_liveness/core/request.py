@@ -7,7 +7,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .memory import auth_identity, request_key
+from .members import top_level
+from .memory import RequestKey
 
 __all__ = ["TRACE_HEADERS", "RequestFacts", "size_bucket"]
 
@@ -45,7 +46,7 @@ class RequestFacts:
     carrier: Mapping[str, str] = field(default_factory=dict)  # trace-context headers only
     read_timeout: float | None = None  # the caller's own socket read timeout
     sdk_retry: bool = False  # a retry by an SDK above the transport (x-stainless-retry-count > 0)
-    key: str | None = None  # identity for the exhausted-request cache (method, URL, body, auth digest)
+    key: RequestKey | str | None = None  # identity for the exhausted-request cache (method, URL, body, auth digest)
 
     @classmethod
     def read(
@@ -67,11 +68,15 @@ class RequestFacts:
         if size is None:
             length = headers.get("content-length", "")
             size = int(length) if length.isdigit() else None
-        streaming = (
-            stream_path
-            or "text/event-stream" in headers.get("accept", "")
-            or (body is not None and (b'"stream":true' in body or b'"stream": true' in body))
-        )
+        # The body's own top-level "model" and "stream" members, found without parsing it
+        # (core/members.py): a 1M-token prompt is a 4 MB body.
+        found = top_level(body, _MEMBERS) if body else None
+        if found is not None:
+            model, stream = _string(found[0]), found[1] == b"true"
+        else:  # not an object the walk follows (or no body): parsed, and searched, as a whole
+            model = _model(body)
+            stream = body is not None and (b'"stream":true' in body or b'"stream": true' in body)
+        streaming = stream_path or stream or "text/event-stream" in headers.get("accept", "")
         retry_count = headers.get("x-stainless-retry-count", "0")
         return cls(
             method=method,
@@ -81,12 +86,26 @@ class RequestFacts:
             url=url,
             streaming=streaming,
             body_size=size,
-            model=_model(body),
+            model=model,
             carrier={k: headers[k] for k in TRACE_HEADERS if k in headers},
             read_timeout=read_timeout,
             sdk_retry=retry_count not in ("", "0"),
-            key=request_key(method, url, body, auth_identity(headers)) if body is not None else None,
+            key=RequestKey(method, url, body, headers) if body is not None else None,
         )
+
+
+_MEMBERS = (b"model", b"stream")
+
+
+def _string(raw: bytes | None) -> str | None:
+    """The model's name from its member's raw value: a JSON string (at most 128 characters), else ``None``."""
+    if raw is None or raw[:1] != b'"':
+        return None
+    try:
+        value = raw[1:-1].decode() if b"\\" not in raw else json.loads(raw)
+    except ValueError:  # (UnicodeDecodeError included)
+        return None
+    return value[:128] if isinstance(value, str) else None
 
 
 def _model(body: bytes | None) -> str | None:
