@@ -87,7 +87,7 @@ def test_facts_key_includes_the_auth_identity() -> None:
     assert one.key != two.key and one.key == same.key and same.sdk_retry and not one.sdk_retry
 
 
-def test_the_key_is_computed_only_when_the_cache_needs_it_and_then_keeps_no_body_or_credentials() -> None:
+def test_the_key_is_computed_only_when_the_cache_needs_it_and_keeps_no_credentials() -> None:
     common: dict[str, Any] = {"method": "POST", "url": "https://h/v1/messages", "host": "h", "port": None,
                               "path": "/v1/messages", "body": b'{"model":"m"}', "read_timeout": None}
     fresh = RequestFacts.read(headers={"x-api-key": "sk-ant-SECRET"}, **common)
@@ -95,13 +95,17 @@ def test_the_key_is_computed_only_when_the_cache_needs_it_and_then_keeps_no_body
     assert isinstance(key, RequestKey)
     cache: ExhaustedCache[str] = ExhaustedCache()
     assert not cache.discard(key)  # a fresh call, an empty cache (the common case): nothing hashed
-    assert key._digest is None and key._parts is not None
-    cache.put(key, "exhausted", 0.0)  # the key is computed here, and the body and headers dropped
+    assert key._digest is None and key._body is not None
+    assert "sk-ant-SECRET" not in repr(key._head)  # the credentials are only ever kept as a digest
+    cache.put(key, "exhausted", 0.0)  # the key is computed here, and the body dropped
     assert key._digest == request_key("POST", "https://h/v1/messages", b'{"model":"m"}',
                                       auth_identity({"x-api-key": "sk-ant-SECRET"}))
-    assert key._parts is None and "SECRET" not in repr(key)
+    assert key._body is None and key._head is None
     retry = RequestFacts.read(headers={"x-api-key": "sk-ant-SECRET", "x-stainless-retry-count": "1"}, **common)
     assert cache.get(retry.key, 1.0) == "exhausted"  # equal by digest, though a different object
+    empty: ExhaustedCache[str] = ExhaustedCache()
+    unhashed = RequestFacts.read(headers={"x-stainless-retry-count": "1"}, **common).key
+    assert isinstance(unhashed, RequestKey) and empty.get(unhashed, 1.0) is None and unhashed._digest is None
     other = RequestFacts.read(headers={"x-api-key": "sk-ant-OTHER", "x-stainless-retry-count": "1"}, **common)
     assert cache.get(other.key, 1.0) is None
     assert cache.discard(RequestFacts.read(headers={"x-api-key": "sk-ant-SECRET"}, **common).key)  # a new call forgets

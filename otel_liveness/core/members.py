@@ -27,7 +27,10 @@ from collections.abc import Callable
 
 from .bulk import PURE
 
-__all__ = ["NATIVE", "py_top_level", "top_level"]
+__all__ = ["MAX_NAMES", "NATIVE", "py_top_level", "top_level"]
+
+#: The most names one call looks for (the C one keeps their positions on its stack).
+MAX_NAMES = 8
 
 _WS = b" \t\n\r"
 _SCALAR_END = frozenset(b",}] \t\n\r")
@@ -90,6 +93,12 @@ def py_top_level(body: bytes, names: tuple[bytes, ...]) -> tuple[bytes | None, .
     top-level member of the JSON object ``body`` -- its last occurrence, as ``json.loads`` keeps
     the last -- or ``None`` when it has none. ``None`` for the whole when ``body`` is not one
     object the walk can follow, or a key has an escape (see the module docstring)."""
+    if not isinstance(names, tuple) or not all(type(name) is bytes for name in names):
+        raise TypeError("top_level(body, names): names must be a tuple of bytes")
+    if len(names) > MAX_NAMES:
+        raise ValueError(f"top_level: at most {MAX_NAMES} names")
+    if type(body) is not bytes:
+        body = bytes(memoryview(body))  # (bytearray, memoryview: what the C one reads through the buffer protocol)
     found: list[bytes | None] = [None] * len(names)
     end = len(body)
     p = _skip_ws(body, 0, end)

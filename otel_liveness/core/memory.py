@@ -79,31 +79,35 @@ def request_key(method: str, url: str, body: bytes, identity: bytes = b"") -> st
 
 
 class RequestKey:
-    """A request's :func:`request_key`, computed when it is first needed (hashed or compared).
+    """A request's :func:`request_key`, its digest computed when it is first needed (hashed or
+    compared).
 
     Every request has one, but most never need it: a fresh call only asks the cache to forget its
     key, which an empty cache -- the common case -- answers without hashing it. Computing it
     eagerly meant a pass of blake2b over every request body (about 5 ms for the 4 MB body of a
-    1M-token prompt). Once computed, the body and the headers (credentials) are not kept."""
+    1M-token prompt). The caller's auth identity is taken at once (:func:`auth_identity`: a digest
+    of a few short header values), so no credential is kept; the body is kept (by reference: the
+    request holds it anyway) until the digest is computed."""
 
-    __slots__ = ("_digest", "_parts")
+    __slots__ = ("_body", "_digest", "_head")
 
-    def __init__(self, method: str, url: str, body: bytes, headers: Mapping[str, str]) -> None:
-        self._parts: tuple[str, str, bytes, Mapping[str, str]] | None = (method, url, body, headers)
+    def __init__(self, method: str, url: str, body: bytes, identity: bytes = b"") -> None:
+        self._head: tuple[str, str, bytes] | None = (method, url, identity)
+        self._body: bytes | None = body
         self._digest: str | None = None
 
     @property
     def digest(self) -> str:
         digest = self._digest
         if digest is None:
-            parts = self._parts
-            if parts is None:  # another thread computed it meanwhile (it sets the digest first)
+            head, body = self._head, self._body
+            if head is None or body is None:  # another thread computed it meanwhile (it sets the digest first)
                 digest = self._digest
                 assert digest is not None
                 return digest
-            method, url, body, headers = parts
-            digest = self._digest = request_key(method, url, body, auth_identity(headers))
-            self._parts = None
+            method, url, identity = head
+            digest = self._digest = request_key(method, url, body, identity)
+            self._head = self._body = None
         return digest
 
     def __hash__(self) -> int:
@@ -129,6 +133,7 @@ class ExhaustedCache(Generic[T]):
         self._items: OrderedDict[Hashable, tuple[float, T]] = OrderedDict()
 
     def put(self, key: Hashable, value: T, now: float) -> None:
+        hash(key)  # (a RequestKey's digest computed before the lock, not under it)
         with self._lock:
             items = self._items
             items[key] = (now, value)
@@ -137,6 +142,9 @@ class ExhaustedCache(Generic[T]):
                 items.popitem(last=False)
 
     def get(self, key: Hashable, now: float) -> T | None:
+        if not self._items:  # nothing remembered: the key is not hashed
+            return None
+        hash(key)
         with self._lock:
             item = self._items.get(key)
             if item is None:
@@ -149,10 +157,15 @@ class ExhaustedCache(Generic[T]):
 
     def discard(self, key: Hashable) -> bool:
         """Forget ``key`` (a fresh call with this identity began); True if it was remembered. An
-        empty cache does not hash ``key`` (a :class:`RequestKey` is then never computed)."""
+        empty cache does not hash ``key`` (a :class:`RequestKey` is then never computed); a key is
+        hashed before the lock is taken, so that a long body's digest never holds up other requests.
+        (An empty cache read without the lock may miss an entry another thread is putting at that
+        moment; under the lock the same interleaving could order the two either way.)"""
+        if not self._items:
+            return False
+        hash(key)
         with self._lock:
-            items = self._items
-            return bool(items) and items.pop(key, None) is not None
+            return self._items.pop(key, None) is not None
 
     def __len__(self) -> int:
         with self._lock:

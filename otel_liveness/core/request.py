@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .members import top_level
-from .memory import RequestKey
+from .memory import RequestKey, auth_identity
 
 __all__ = ["TRACE_HEADERS", "RequestFacts", "size_bucket"]
 
@@ -90,7 +90,7 @@ class RequestFacts:
             carrier={k: headers[k] for k in TRACE_HEADERS if k in headers},
             read_timeout=read_timeout,
             sdk_retry=retry_count not in ("", "0"),
-            key=RequestKey(method, url, body, headers) if body is not None else None,
+            key=RequestKey(method, url, body, auth_identity(headers)) if body is not None else None,
         )
 
 
@@ -102,7 +102,8 @@ def _string(raw: bytes | None) -> str | None:
     if raw is None or raw[:1] != b'"':
         return None
     try:
-        value = raw[1:-1].decode() if b"\\" not in raw else json.loads(raw)
+        # (decoded as json.loads decodes a body given as bytes: UTF-8, lone surrogates passed)
+        value = raw[1:-1].decode("utf-8", "surrogatepass") if b"\\" not in raw else json.loads(raw)
     except ValueError:  # (UnicodeDecodeError included)
         return None
     return value[:128] if isinstance(value, str) else None
