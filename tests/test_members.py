@@ -13,7 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_liveness.core import members
+from otel_liveness.core.commands import Send
+from otel_liveness.core.engine import Engine
 from otel_liveness.core.members import py_top_level
+from otel_liveness.core.policy import Policy
 from otel_liveness.core.request import RequestFacts
 
 try:
@@ -180,3 +183,25 @@ def test_the_model_is_a_string_decoded_as_json_loads_decodes_it() -> None:
     assert facts(b'{"model": "x\\u00e9\\n"}').model == "x\u00e9\n"  # a value with escapes is decoded
     assert facts(b'{"model": "\xed\xa0\x80x"}').model == json.loads(b'{"model": "\xed\xa0\x80x"}')["model"]
     assert facts(b'{"model": "\xff"}').model is None  # not UTF-8: no name, as before
+
+
+def test_a_non_streaming_call_whose_history_holds_stream_true_is_not_judged_as_a_stream() -> None:
+    """An agent's history can hold `"stream": true` as structure (a tool call's input). The old rule
+    (the bytes `"stream":true` anywhere in the body) judged such a non-streaming call as a stream:
+    a 90 s socket bound on a reply that is silent until it is whole -- a long generation killed and
+    generated again. Only the body's own top-level member says it streams."""
+    history = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "fetch",
+                                                  "input": {"url": "https://example.invalid", "stream": True}}]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]
+    for stream in (False, True):
+        body = json.dumps({"model": "claude-x", "max_tokens": 64000, "messages": history,
+                           **({"stream": True} if stream else {})}, separators=(",", ":")).encode()
+        assert b'"stream":true' in body  # what the old rule looked for, present either way
+        f = facts(body)
+        assert f.streaming is stream
+        send = Engine(Policy(), f, 0.0, provider="anthropic").start(0.0)
+        assert isinstance(send, Send)
+        if stream:
+            assert send.read_timeout is not None  # a stream's silence is bounded
+        else:
+            assert send.read_timeout is None  # a non-streaming reply is silent until whole: not bounded by default
