@@ -318,6 +318,12 @@ BIG_DELTA = sse_event("content_block_delta", {"type": "content_block_delta", "in
                                               "delta": {"type": "text_delta", "text": "y" * 4000}})
 
 
+#: The frame bound these tests pass, with a raw bound no stall of a loaded test machine reaches: the
+#: script has no silence, and in shadow mode the first thing observed is what the report names (a
+#: 0.3 s stall under the parallel pass was once observed as raw silence, before the large frame).
+FRAME_BOUND = FAST.replace(max_frame_bytes=1024, raw_idle_timeout=60.0)
+
+
 def big_reply() -> list[Any]:
     steps = anthropic_reply("small", deltas=1)
     return [s.Headers(), *steps[:3], s.Raw(BIG_DELTA), *steps[3:]]
@@ -327,19 +333,18 @@ def big_reply() -> list[Any]:
 def test_shadow_passes_a_frame_past_the_bound_whole(provider: SimulatedProvider, variant: Any) -> None:
     script = big_reply()
     url = provider.add("big", [script])
-    result = run(variant, FAST.replace(shadow=True, max_frame_bytes=1024), url + "/v1/messages")
+    result = run(variant, FRAME_BOUND.replace(shadow=True), url + "/v1/messages")
     wire = b"".join(step.data for step in script if isinstance(step, s.Raw))
     assert result.error is None and result.body == wire
     assert result.report is not None and result.report["stop_reason"] == "malformed"
     assert provider.attempts("big") == 1
-    enforced = run(variant, FAST.replace(max_frame_bytes=1024), url + "/v1/messages")
+    enforced = run(variant, FRAME_BOUND, url + "/v1/messages")
     assert isinstance(enforced.error, otel_liveness.FrameTooLarge)  # what shadow reported is what enforcement does
 
 
 def test_shadow_under_the_sdk_delivers_the_whole_reply(provider: SimulatedProvider) -> None:
     url = provider.add("big-sdk", [big_reply()])
-    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST.replace(shadow=True, max_frame_bytes=1024),
-                                   telemetry=False)
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FRAME_BOUND.replace(shadow=True), telemetry=False)
     with anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0,
                              http_client=httpx2.Client(transport=transport)) as client:
         with client.messages.stream(model="claude-sim-1", max_tokens=8, messages=MESSAGES) as stream:
