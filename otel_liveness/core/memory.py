@@ -15,8 +15,11 @@
 Both are shared by every request (and every thread) of a transport. Each operation is one
 critical section under the lock the owner passes (the transports pass a ``threading.Lock``; the
 core imports no threading): a check and the mutation it leads to never interleave with another
-thread's, whether or not a GIL serialises bytecodes. The default (no lock) is for single-threaded
-use, e.g. the engine's tests.
+thread's, whether or not a GIL serialises bytecodes. One read is made before the lock: an empty
+exhausted-call cache answers ``get`` and ``discard`` at once, without hashing the key (most
+requests' keys are then never computed) -- as if the call had come just before any ``put`` running
+at that moment, an order the lock would also have allowed. The default (no lock) is for
+single-threaded use, e.g. the engine's tests.
 """
 
 from __future__ import annotations

@@ -106,15 +106,20 @@ def _string(raw: bytes | None) -> str | None:
         value = raw[1:-1].decode("utf-8", "surrogatepass") if b"\\" not in raw else json.loads(raw)
     except ValueError:  # (UnicodeDecodeError included)
         return None
-    return value[:128] if isinstance(value, str) else None
+    return _name(value)
 
 
 def _model(body: bytes | None) -> str | None:
+    """The model's name from the whole body, parsed (a body the walk cannot follow)."""
     if not body or body[:1] != b"{" or b'"model"' not in body:
         return None
     try:
         payload = json.loads(body)
     except ValueError:
         return None
-    model = payload.get("model") if isinstance(payload, dict) else None
-    return model[:128] if isinstance(model, str) else None
+    return _name(payload.get("model") if isinstance(payload, dict) else None)
+
+
+def _name(value: object) -> str | None:
+    """A model's name as the facts keep it: a string, at most 128 characters."""
+    return value[:128] if isinstance(value, str) else None
