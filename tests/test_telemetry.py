@@ -336,3 +336,86 @@ def test_http_instrumentation_adds_no_second_span(provider, tel) -> None:  # typ
         instrumentor.uninstrument()
     scopes = [sp.instrumentation_scope.name for sp in tel.finished()]
     assert scopes == [S.SCOPE, S.SCOPE], scopes  # attempt + request, no httpx span
+
+
+# -- no SDK installed: the hook on the global providers is dormant --------------------------------
+
+
+def _sent_trace_headers(provider: Any, name: str, hook: TelemetryHook, headers: dict[str, str]) -> dict[str, str]:
+    """The trace-context headers the provider received for one request sent with ``hook``."""
+    url = provider.add(name, [[s.Headers(), *anthropic_reply()]])
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[hook])
+    with httpx2.Client(transport=transport) as client:
+        client.post(url + URL, json=BODY, headers=headers).raise_for_status()
+    (request,) = provider.requests(name)
+    return {k: request.headers[k] for k in ("traceparent", "tracestate", "baggage") if k in request.headers}
+
+
+def test_with_no_sdk_the_hook_is_dormant_and_propagates_as_the_api_would(provider) -> None:  # type: ignore[no-untyped-def]
+    from opentelemetry import baggage, trace
+    from opentelemetry import context as otel_context
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    dormant = TelemetryHook()
+    awake = TelemetryHook()
+    awake._globals = False  # the same hook making its non-recording spans through the API
+    assert dormant._dormant() and not awake._dormant(), "a test of this process installed a global provider"
+    caller = SpanContext(trace_id=0x5A5A << 64 | 7, span_id=0xABCDEF, is_remote=False, trace_flags=TraceFlags(1))
+    own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    cases = {
+        "none": ({}, None),  # no trace anywhere: nothing propagated
+        "current": ({}, caller),  # the application's current span (and baggage)
+        "own": ({"traceparent": own, "tracestate": "v=1"}, caller),  # the request's own trace headers win
+    }
+    for name, (headers, current) in cases.items():
+        token = None
+        if current is not None:
+            token = otel_context.attach(baggage.set_baggage("tenant", "t1",
+                                                            trace.set_span_in_context(NonRecordingSpan(current))))
+        try:
+            sent = {which: _sent_trace_headers(provider, f"{name}-{which}", hook, headers)
+                    for which, hook in (("dormant", dormant), ("awake", awake))}
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+        assert sent["dormant"] == sent["awake"], name
+        if name == "none":
+            assert sent["dormant"] == {}
+        elif name == "current":
+            assert sent["dormant"]["traceparent"] == f"00-{caller.trace_id:032x}-{caller.span_id:016x}-01"
+            assert sent["dormant"]["baggage"] == "tenant=t1"
+        else:
+            assert sent["dormant"]["traceparent"] == own and sent["dormant"]["tracestate"] == "v=1"
+
+
+def test_a_dormant_request_still_logs_its_give_up(provider, caplog) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("give-up", [[anthropic_status(529, "overloaded_error")]])
+    hook = TelemetryHook()
+    assert hook._dormant()
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[hook])
+    with caplog.at_level(logging.WARNING, logger="otel_liveness.events"), httpx2.Client(transport=transport) as client:
+        assert client.post(url + URL, json=BODY).status_code == 529  # (the last attempt's reply, as it came)
+    (record,) = [r for r in caplog.records if r.name == "otel_liveness.events"]
+    attempts = len(provider.requests("give-up"))
+    assert attempts > 1 and record.getMessage() == f"provider failed after {attempts} attempts (status_529)"
+    assert record.__dict__[S.STOP_REASON] == "exhausted"
+
+
+def test_an_sdk_installed_after_the_hook_traces_the_next_request(provider, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from opentelemetry import trace
+    from opentelemetry.metrics import _internal as metrics_globals
+
+    hook = TelemetryHook()  # made while no SDK is installed: its tracer is the API's proxy
+    exporter = InMemorySpanExporter()
+    sdk = TracerProvider()
+    sdk.add_span_processor(SimpleSpanProcessor(exporter))
+    _sent_trace_headers(provider, "before", hook, {})
+    assert exporter.get_finished_spans() == ()
+    # what set_tracer_provider / set_meter_provider do to the globals (undone after the test)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", sdk)
+    monkeypatch.setattr(metrics_globals, "_METER_PROVIDER", MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    assert not hook._dormant()
+    sent = _sent_trace_headers(provider, "after", hook, {})
+    spans = {sp.name: sp for sp in exporter.get_finished_spans()}
+    assert set(spans) == {"chat claude-sim-1", "POST anthropic"}
+    assert sent["traceparent"].split("-")[2] == format(spans["POST anthropic"].context.span_id, "016x")

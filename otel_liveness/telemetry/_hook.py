@@ -14,6 +14,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
+from opentelemetry.metrics import _internal as _metrics_globals  # (the global meter provider's home since 1.12)
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from .._version import __version__
@@ -46,6 +47,12 @@ _VERDICT_EVENT = {
 _INPUT = ("input_tokens", "prompt_tokens")
 _OUTPUT = ("output_tokens", "completion_tokens")
 
+#: Whether the API's global providers can be read (``_TRACER_PROVIDER`` / ``_METER_PROVIDER``: set by
+#: ``set_*_provider``, or by ``get_*_provider`` from ``OTEL_PYTHON_*_PROVIDER``; the API has no public
+#: "is one set" -- ``get_*_provider`` costs ~2 us a call, an environment lookup). Private names: a
+#: future API without them leaves every request traced, never one dropped.
+_GLOBALS_KNOWN = hasattr(trace, "_TRACER_PROVIDER") and hasattr(_metrics_globals, "_METER_PROVIDER")
+
 try:  # present whenever opentelemetry-instrumentation is installed
     from opentelemetry.instrumentation.utils import suppress_http_instrumentation as _suppress
 except ImportError:  # pragma: no cover - fall back to the context key the HTTP instrumentations read
@@ -72,6 +79,7 @@ class _RequestState:
     __slots__ = (
         "attempt_span",
         "base",
+        "dormant",
         "heartbeat_events",
         "heartbeats_coalesced",
         "last_span",
@@ -97,6 +105,7 @@ class _RequestState:
         self.notices_coalesced = 0
         self.mode = "enforce"
         self.size_bucket = "unknown"
+        self.dormant = False
 
 
 def _log(state: _RequestState, level: int, extra: dict[str, Any], message: str, *args: Any) -> None:
@@ -105,6 +114,8 @@ def _log(state: _RequestState, level: int, extra: dict[str, Any], message: str, 
     if not events_log.isEnabledFor(level):
         return
     span = state.attempt_span or state.last_span or state.request_span
+    if span is None and state.dormant:  # (what the non-recording span would have carried)
+        span = trace.get_current_span(state.parent)
     token = otel_context.attach(trace.set_span_in_context(span)) if span is not None else None
     try:
         events_log.log(level, message, *args, extra=extra)
@@ -121,6 +132,12 @@ class TelemetryHook:
     ``logs=False`` silences the structured log records (logger ``otel_liveness.events``: notices
     and retries INFO, give-ups, truncations and wall-budget stops WARNING), each emitted inside
     the attempt span's context so the OpenTelemetry logging bridge links it to the trace.
+
+    Dormant requests: a hook on the global providers (none given) looks, as each request starts,
+    whether an SDK is behind them. While neither global provider is set (an application that
+    installed no SDK), every span would be non-recording and every metric a no-op, so the request
+    makes none of them: it only propagates the trace context a non-recording span would have
+    carried, and logs. The first request after an SDK is installed is traced and counted.
     """
 
     #: Marks the hook that emits telemetry: a transport adds no default one beside it.
@@ -130,6 +147,8 @@ class TelemetryHook:
         self._tracer = trace.get_tracer(S.SCOPE, __version__, tracer_provider=tracer_provider, schema_url=S.SCHEMA_URL)
         meter = metrics.get_meter(S.SCOPE, __version__, meter_provider=meter_provider, schema_url=S.SCHEMA_URL)
         self._logs = logs
+        # (both providers the globals -- get_tracer/get_meter above loaded one an environment names)
+        self._globals = tracer_provider is None and meter_provider is None and _GLOBALS_KNOWN
         # Shared by every request (and thread) of the transports using this hook: one lock guards
         # the map from a request's report to its state (each state is then its request's own).
         self._states: weakref.WeakKeyDictionary[RequestReport, _RequestState] = weakref.WeakKeyDictionary()
@@ -182,6 +201,11 @@ class TelemetryHook:
         at the headers, before the SSE body, and duplicate the attempt span."""
         return _suppress()
 
+    def _dormant(self) -> bool:
+        """No SDK behind this hook: it uses the global providers and neither is set (until one is,
+        the API's tracer and meter behind them are its no-op ones)."""
+        return self._globals and trace._TRACER_PROVIDER is None and _metrics_globals._METER_PROVIDER is None
+
     # -- per-request state, keyed weakly by the report: nothing leaks if a request is abandoned --
 
     def _state(self, report: RequestReport) -> _RequestState:
@@ -196,10 +220,19 @@ class TelemetryHook:
     def _request_started(self, event: RequestStarted) -> None:
         report = event.report
         state = self._state(report)
+        model = event.model or ""
+        state.metric_base = {S.GEN_AI_PROVIDER_NAME: report.provider_name or report.provider,
+                             S.GEN_AI_REQUEST_MODEL: model or "unknown"}  # (and the logs' attributes)
+        if "traceparent" in event.carrier:
+            # The SDK's call span (anthropic 2.x) travels in the request's trace headers: attempts
+            # nest under it and no request span of ours duplicates it.
+            state.parent = propagate.extract(event.carrier)
+        if self._dormant():
+            state.dormant = True  # (parent None unless extracted: the current context)
+            return
         state.mode = "shadow" if report.shadow else "enforce"
         state.size_bucket = size_bucket(event.body_size)
         operation = "chat"
-        model = event.model or ""
         state.base = {
             S.GEN_AI_OPERATION_NAME: operation,
             S.GEN_AI_PROVIDER_NAME: report.provider_name or report.provider,
@@ -211,13 +244,7 @@ class TelemetryHook:
             state.base[S.SERVER_PORT] = event.port
         if model:
             state.base[S.GEN_AI_REQUEST_MODEL] = model
-        state.metric_base = {S.GEN_AI_PROVIDER_NAME: report.provider_name or report.provider,
-                             S.GEN_AI_REQUEST_MODEL: model or "unknown"}
-        if "traceparent" in event.carrier:
-            # The SDK's call span (anthropic 2.x) travels in the request's trace headers: attempts
-            # nest under it and no request span of ours duplicates it.
-            state.parent = propagate.extract(event.carrier)
-        else:
+        if state.parent is None:
             state.request_span = self._tracer.start_span(
                 f"{operation} {model}".strip(), kind=SpanKind.CLIENT,
                 attributes={**state.base, S.MODE: state.mode},
@@ -226,6 +253,10 @@ class TelemetryHook:
 
     def _attempt_started(self, event: AttemptStarted) -> None:
         state = self._state(event.report)
+        if state.dormant:
+            # The trace context a non-recording attempt span would carry: its parent's.
+            propagate.inject(event.inject, context=trace.set_span_in_context(trace.get_current_span(state.parent)))
+            return
         state.heartbeat_events = state.heartbeats_coalesced = state.notice_events = state.notices_coalesced = 0
         span = self._tracer.start_span(
             f"{state.base.get(S.HTTP_REQUEST_METHOD, 'POST')} {event.report.provider_name or event.report.provider}",
@@ -238,6 +269,8 @@ class TelemetryHook:
 
     def _heartbeats_seen(self, event: Heartbeats) -> None:
         state = self._state(event.report)
+        if state.dormant:
+            return
         self._heartbeats.add(event.count, state.metric_base)
         span = state.attempt_span
         if span is None:
@@ -308,6 +341,8 @@ class TelemetryHook:
 
     def _attempt_ended(self, event: AttemptEnded) -> None:
         state = self._state(event.report)
+        if state.dormant:
+            return  # (metric points and a span: nothing records them)
         record = event.record
         outcome = record.outcome or AttemptOutcome.CANCELLED
         error_type = record.error_type if outcome is not AttemptOutcome.COMPLETED else None
@@ -395,16 +430,17 @@ class TelemetryHook:
         state = self._state(report)
         stop = event.stop_reason
         attrs = {**state.metric_base, S.STOP_REASON: stop.value}
-        self._requests.add(1, attrs)
-        duration_attrs = dict(state.metric_base)
         failed = stop is not StopReason.COMPLETED
-        if failed:
-            duration_attrs[S.ERROR_TYPE] = report.cause or stop.value
-        if report.duration is not None:
-            ctx = trace.set_span_in_context(state.request_span) if state.request_span is not None else None
-            self._operation.record(report.duration, duration_attrs, context=ctx)
-        if stop is StopReason.WALL_BUDGET:
-            self._wall_stops.add(1, state.metric_base)
+        if not state.dormant:
+            self._requests.add(1, attrs)
+            duration_attrs = dict(state.metric_base)
+            if failed:
+                duration_attrs[S.ERROR_TYPE] = report.cause or stop.value
+            if report.duration is not None:
+                ctx = trace.set_span_in_context(state.request_span) if state.request_span is not None else None
+                self._operation.record(report.duration, duration_attrs, context=ctx)
+            if stop is StopReason.WALL_BUDGET:
+                self._wall_stops.add(1, state.metric_base)
         # WARNING, not ERROR: the application gets a typed exception for each and decides.
         if self._logs and stop in (StopReason.EXHAUSTED, StopReason.RATE_LIMITED):
             _log(state, logging.WARNING, {**attrs, "liveness.attempts": len(report.attempts)},
