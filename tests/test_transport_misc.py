@@ -387,3 +387,30 @@ def test_task_cancellation_ends_the_attempt_and_releases_the_connection(provider
     while provider.open_connections() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert provider.open_connections() == 0
+
+
+_HEADER_NAMES = ["Accept", "accept", "X-Api-Key", "x-stainless-retry-count", "Set-Cookie", "content-type", "X-Ünïcode"]
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2])
+def test_header_dict_is_what_items_gives(module) -> None:  # type: ignore[no-untyped-def]
+    # The engine's view of request and response headers: lower-case names, a repeated name's
+    # values joined (as Headers.items() does), each library's own decoding -- ASCII, UTF-8 and
+    # bytes only latin-1 can decode.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from otel_liveness.transport._base import header_dict
+
+    value = st.one_of(st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12),
+                      st.text(max_size=6).map(lambda t: t.encode("utf-8", "replace")),
+                      st.binary(max_size=6).map(lambda b: bytes(x for x in b if x >= 32)))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(_HEADER_NAMES), value), max_size=8))
+    def check(pairs: list[tuple[str, str | bytes]]) -> None:
+        names = [n.encode("utf-8") if not n.isascii() else n for n in (name for name, _ in pairs)]
+        headers = module.Headers(list(zip(names, (v for _, v in pairs), strict=True)))
+        assert header_dict(headers) == {k.lower(): v for k, v in headers.items()}
+
+    check()

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...core.commands import READ, Respond, Send, Sleep
 from .._backends import SyncBackend
-from .._base import TransportBase, error_for, io_failed
+from .._base import TransportBase, error_for, header_dict, io_failed
 from .http2 import install_wakeups
 from .network import READING
 
@@ -56,7 +56,7 @@ class SyncLivenessMixin(TransportBase):
                     except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
                         command = io_failed(self._family, engine, clock(), exc)
                         continue
-                    headers = {k.lower(): v for k, v in response.headers.items()}
+                    headers = header_dict(response.headers)
                     command = engine.headers(clock(), response.status_code, headers)
                 elif command is READ:
                     assert response is not None  # READ comes after the headers
