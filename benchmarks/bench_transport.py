@@ -10,6 +10,10 @@ Two pairings, both reported, per path and batch:
   plain, then one wrapped (order alternating), each from its request to its last byte; the
   client process's CPU time and the wall time of each, the median of the per-round ratios
   (wrapped / plain) with their spread. Each stream's own set-up (request, engine, spans) counts.
+  The rounds run in ``--processes`` fresh client processes (3), one after another, each with its
+  share, and are pooled; each process's own median is printed beside. (One process's figure
+  rests on where the scheduler runs it: the same tree measured 1.14 in one process and 1.25 in
+  the next at 64 events a read, each stable within itself.)
 * interleaved (second column): each round opens both streams and reads them in alternating
   slices of 200 items (the leading side alternating), so that the host's drift falls on both
   sides of each pair alike. Two streams interleaved let each read find more bytes waiting, which
@@ -59,6 +63,8 @@ import anthropic
 import httpx2
 
 import otel_liveness
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SERVER = r"""
 import sys, time
@@ -142,8 +148,6 @@ def paired(fn_plain: Any, fn_wrapped: Any, rounds: int) -> dict[str, Any]:
     the per-round ratios (wrapped / plain) and their spread. ``reads``: what ``fn_wrapped``
     returned (the reads of one stream, for the raw-bytes path)."""
     fn_plain(), fn_wrapped()  # warm up connections and caches
-    cpu: list[float] = []
-    wall: list[float] = []
     plain: list[tuple[float, float]] = []
     wrapped: list[tuple[float, float]] = []
     reads = 0
@@ -157,14 +161,29 @@ def paired(fn_plain: Any, fn_wrapped: Any, rounds: int) -> dict[str, Any]:
             sink.append((time.process_time() - t0, time.perf_counter() - w0))
             if fn is fn_wrapped:
                 reads = out
-        cpu.append(wrapped[-1][0] / plain[-1][0])
-        wall.append(wrapped[-1][1] / plain[-1][1])
-    return {"plain_s": statistics.median(c for c, _ in plain), "wrapped_s": statistics.median(c for c, _ in wrapped),
-            "plain_wall_s": statistics.median(w for _, w in plain),
-            "wrapped_wall_s": statistics.median(w for _, w in wrapped),
+    return summary([(p[0], w[0], p[1], w[1]) for p, w in zip(plain, wrapped, strict=True)], reads)
+
+
+def summary(rounds: list[tuple[float, float, float, float]], reads: int) -> dict[str, Any]:
+    """Medians of paired rounds ``(plain CPU, wrapped CPU, plain wall, wrapped wall)``: each side's
+    time, and the per-round ratios (wrapped / plain) with their spread; the rounds themselves are
+    kept (``rounds``), so that the pairs of several processes can be pooled (:func:`pool`)."""
+    cpu = [w / p for p, w, _, _ in rounds]
+    wall = [ww / pw for _, _, pw, ww in rounds]
+    return {"plain_s": statistics.median(r[0] for r in rounds), "wrapped_s": statistics.median(r[1] for r in rounds),
+            "plain_wall_s": statistics.median(r[2] for r in rounds),
+            "wrapped_wall_s": statistics.median(r[3] for r in rounds),
             "ratio_median": statistics.median(cpu), "ratio_min": min(cpu), "ratio_max": max(cpu),
             "wall_ratio_median": statistics.median(wall), "wall_ratio_min": min(wall), "wall_ratio_max": max(wall),
-            "reads": reads}
+            "reads": reads, "rounds": rounds}
+
+
+def pool(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pairs of several client processes as one measure (every round, pooled), with each
+    process's own median ratio beside it (``per_process``)."""
+    out = summary([r for result in results for r in result["rounds"]], results[-1]["reads"])
+    out["per_process"] = [result["ratio_median"] for result in results]
+    return out
 
 
 def interleaved(open_plain: Any, open_wrapped: Any, rounds: int, slice_: int = 200) -> dict[str, float]:
@@ -356,18 +375,54 @@ def memory(url: str, scenario: str) -> dict[str, float]:
     return {"stream_mb": n / 2**20, "peak_traced_mb": peak / 2**20}
 
 
-def overhead(url: str, plain_http: httpx2.Client, wrapped_http: httpx2.Client, policy: otel_liveness.Policy,
-             rounds: int, events: int, raw_rounds: int, sdk_rounds: int) -> dict[str, Any]:
-    """The raw-bytes and SDK paths of one scenario: whole-stream pairs (the figure of record),
-    interleaved pairs, the memchr-only floor, and the added cost per read and per event."""
+def whole_streams(url: str, raw_rounds: int, sdk_rounds: int) -> dict[str, Any]:
+    """The whole-stream pairs of one scenario, in this client process: the raw-bytes path, the
+    memchr-only floor and the SDK path (each with its own clients, the transport as users get it)."""
+    policy = otel_liveness.Policy()
+    plain_http = httpx2.Client(timeout=60)
+    wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)
     raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), raw_rounds)
     floor = paired(lambda: raw_path(plain_http, url), lambda: memchr_path(plain_http, url), raw_rounds)
-    raw_i = interleaved(lambda: _RawStream(plain_http, url), lambda: _RawStream(wrapped_http, url), rounds)
     sdk_plain = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, http_client=httpx2.Client(timeout=60))
     sdk_wrapped = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0,
                                       http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
                                                                 timeout=60))
     sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), sdk_rounds)
+    for client in (plain_http, wrapped_http, sdk_plain, sdk_wrapped):
+        client.close()
+    return {"raw": raw, "floor": floor, "sdk": sdk}
+
+
+def pooled_whole_streams(server: str, batches: list[int], processes: int, raw_rounds: int, sdk_rounds: int,
+                         pure_lane: bool) -> dict[int, dict[str, Any]]:
+    """:func:`whole_streams` of every batch size, in ``processes`` fresh client processes one after
+    another (each its share of the rounds), pooled. One process's figure depends on where the
+    scheduler runs it and what it ran before (the same tree's 64-per-read ratio was 1.14 in one
+    process and 1.25 in the next, each stable within itself): pooled, a run's figure does not rest
+    on one process's draw."""
+    share_raw, share_sdk = -(-raw_rounds // processes), -(-sdk_rounds // processes)
+    runs: list[dict[str, Any]] = []
+    for _ in range(processes):
+        argv = [sys.executable, "-m", "benchmarks.bench_transport", "--child", server, "--batch",
+                ",".join(map(str, batches)), "--raw-rounds", str(share_raw), "--sdk-rounds", str(share_sdk)]
+        if pure_lane:
+            argv.append("--pure-lane")
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT)
+        runs.append({int(b): v for b, v in json.loads(out.stdout).items()})
+    return {b: {key: pool([run[b][key] for run in runs]) for key in ("raw", "floor", "sdk")} for b in batches}
+
+
+def overhead(url: str, plain_http: httpx2.Client, wrapped_http: httpx2.Client, policy: otel_liveness.Policy,
+             rounds: int, events: int, whole: dict[str, Any]) -> dict[str, Any]:
+    """The raw-bytes and SDK paths of one scenario: whole-stream pairs (the figure of record,
+    measured in client processes of their own: ``whole``, from :func:`pooled_whole_streams`),
+    interleaved pairs, the memchr-only floor, and the added cost per read and per event."""
+    raw, floor, sdk = whole["raw"], whole["floor"], whole["sdk"]
+    raw_i = interleaved(lambda: _RawStream(plain_http, url), lambda: _RawStream(wrapped_http, url), rounds)
+    sdk_plain = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, http_client=httpx2.Client(timeout=60))
+    sdk_wrapped = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0,
+                                      http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
+                                                                timeout=60))
     sdk_i = interleaved(lambda: sdk_stream(sdk_plain), lambda: sdk_stream(sdk_wrapped), rounds)
     added = raw["wrapped_s"] - raw["plain_s"]
     reads = max(int(raw["reads"]), 1)
@@ -392,6 +447,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--pure-lane", action="store_true",
                         help="use the pure-Python steady lane and bulk scanner (what an install without a C compiler runs)")
+    parser.add_argument("--processes", type=int, default=3,
+                        help="client processes the whole-stream pairs are measured in, one after another, each with "
+                             "its share of the rounds, pooled")
+    parser.add_argument("--child", metavar="SERVER", help=argparse.SUPPRESS)  # one of those processes: JSON out
     args = parser.parse_args(argv)
     batches = [int(b) for b in str(args.batch).split(",")]
     from otel_liveness.core import engine, framing
@@ -401,15 +460,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.pure_lane:
         engine.Lane = PyLane  # type: ignore[misc]
         framing.Scanner = PyScanner  # type: ignore[misc]
+    if args.child:
+        print(json.dumps({b: whole_streams(f"{args.child}/s/bench{b}", args.raw_rounds, args.sdk_rounds) for b in batches}))
+        return 0
     proc, server = start_server(args.events, batches, args.memory_mb)
     per_batch: dict[int, dict[str, Any]] = {}
     try:
+        whole = pooled_whole_streams(server, batches, max(args.processes, 1), args.raw_rounds, args.sdk_rounds,
+                                     args.pure_lane)
         policy = otel_liveness.Policy()
         plain_http = httpx2.Client(timeout=60)
         wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)
         for batch in batches:
             per_batch[batch] = overhead(f"{server}/s/bench{batch}", plain_http, wrapped_http, policy, args.rounds,
-                                        args.events, args.raw_rounds, args.sdk_rounds)
+                                        args.events, whole[batch])
         first = f"{server}/s/bench{batches[0]}"
         telemetry = telemetry_overhead(first, policy, args.rounds)
         noop = noop_api_overhead(first, policy, args.rounds)
@@ -437,7 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{args.events} events; whole-stream pairs: {args.raw_rounds} (raw bytes, floor), {args.sdk_rounds} (SDK); "
+        print(f"{args.events} events; whole-stream pairs: {args.raw_rounds} (raw bytes, floor), {args.sdk_rounds} (SDK), "
+              f"in {max(args.processes, 1)} client processes, pooled; "
               f"interleaved: {args.rounds} rounds; steady lane and bulk scanner: "
               f"{'C' if native else 'pure Python'}; load average {os.getloadavg()[0]:.1f} at the end")
         print("whole streams (the figure of record): wrapped / plain, median [min -- max] of the paired rounds")
@@ -450,7 +515,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"[{whole['ratio_min']:.2f} -- {whole['ratio_max']:.2f}] (target <= {target}: "
                       f"{'met' if whole['ratio_median'] <= target else 'MISSED'}); wall {whole['wall_ratio_median']:.3f} "
                       f"[{whole['wall_ratio_min']:.2f} -- {whole['wall_ratio_max']:.2f}]; plain {whole['plain_s']*1e3:.1f} ms "
-                      f"CPU, wrapped {whole['wrapped_s']*1e3:.1f} ms")
+                      f"CPU, wrapped {whole['wrapped_s']*1e3:.1f} ms; each process: "
+                      + " / ".join(f"{m:.3f}" for m in whole["per_process"]))
             floor = r["memchr_floor_whole_streams"]
             beyond = (r["added_us_per_read"] * r["reads_per_stream"] - setup["added_us"]) / r["reads_per_stream"]
             print(f"  {batch:>2} event{'s' if batch != 1 else ' '} per read: {r['reads_per_stream']} reads a stream; the "

@@ -105,3 +105,16 @@ def test_engine_benchmark_workloads_run_the_engine_to_the_end() -> None:
     assert all(len(v) == 1 and v[0] > 0 for v in result.values())
     # every other read of "general" is a ping: it cannot ride the lane, so it costs more
     assert result["general"][0] > result["lane"][0]
+
+
+def test_pooled_pairs_are_every_round_of_every_process() -> None:
+    from benchmarks.bench_transport import pool, summary
+
+    # two processes: one whose wrapped side costs 1.1x, one 1.3x (per round: plain, wrapped CPU, walls)
+    first = summary([(1.0, 1.1, 2.0, 2.2), (2.0, 2.2, 2.0, 2.2), (1.0, 1.1, 1.0, 1.0)], reads=5)
+    second = summary([(1.0, 1.3, 1.0, 1.3), (1.0, 1.3, 1.0, 1.3)], reads=6)
+    assert first["ratio_median"] == 1.1 and second["ratio_median"] == 1.3
+    pooled = pool([first, second])
+    assert len(pooled["rounds"]) == 5 and pooled["per_process"] == [1.1, 1.3]
+    assert pooled["ratio_median"] == 1.1 and pooled["ratio_min"] == 1.1 and abs(pooled["ratio_max"] - 1.3) < 1e-12
+    assert pooled["wall_ratio_min"] == 1.0 and pooled["plain_s"] == 1.0 and pooled["reads"] == 6
