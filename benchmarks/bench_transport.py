@@ -70,8 +70,9 @@ SERVER = r"""
 import sys, time
 from otel_liveness.testing import SimulatedProvider, steps as s, sse_event
 from otel_liveness.testing.scripts import anthropic_reply
-events, batches, mem_mb = int(sys.argv[1]), [int(b) for b in sys.argv[2].split(",")], int(sys.argv[3])
-reply = anthropic_reply("t" * (events - 6), deltas=events - 6)
+events, batches, mem_mb, chars = int(sys.argv[1]), [int(b) for b in sys.argv[2].split(",")], int(sys.argv[3]), int(sys.argv[4])
+prose = "The quick brown fox jumps over the lazy dog, then naps. "
+reply = anthropic_reply((prose * (chars * events // len(prose) + 1))[:chars * (events - 6)], deltas=events - 6)
 raws = [x.data for x in reply if isinstance(x, s.Raw)]
 delta = sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
                   "delta": {"type": "text_delta", "text": "m" * 4000}})
@@ -97,8 +98,9 @@ with SimulatedProvider({}) as p:
 LARGE_REQUEST_TARGET = 2.5
 
 
-def start_server(events: int, batches: list[int], mem_mb: int) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(events), ",".join(map(str, batches)), str(mem_mb)],
+def start_server(events: int, batches: list[int], mem_mb: int, delta_chars: int = 1) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(events), ",".join(map(str, batches)), str(mem_mb),
+                             str(delta_chars)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     port = int(proc.stdout.readline())
@@ -444,6 +446,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=100)
     parser.add_argument("--prompt-mb", type=float, default=4.0,
                         help="the request body of the long-context measure (a 1M-token prompt is about 4 MB of JSON)")
+    parser.add_argument("--delta-chars", type=int, default=1,
+                        help="characters of text in each delta (1: the figure of record, as measured since the "
+                             "first round; a model's deltas run to tens of characters, which the scan and journal "
+                             "pay per byte: say 24 to see it)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--pure-lane", action="store_true",
                         help="use the pure-Python steady lane and bulk scanner (what an install without a C compiler runs)")
@@ -463,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps({b: whole_streams(f"{args.child}/s/bench{b}", args.raw_rounds, args.sdk_rounds) for b in batches}))
         return 0
-    proc, server = start_server(args.events, batches, args.memory_mb)
+    proc, server = start_server(args.events, batches, args.memory_mb, args.delta_chars)
     per_batch: dict[int, dict[str, Any]] = {}
     try:
         whole = pooled_whole_streams(server, batches, max(args.processes, 1), args.raw_rounds, args.sdk_rounds,
@@ -501,7 +507,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{args.events} events; whole-stream pairs: {args.raw_rounds} (raw bytes, floor), {args.sdk_rounds} (SDK), "
+        print(f"{args.events} events ({args.delta_chars} character{'s' if args.delta_chars != 1 else ''} of text a "
+              f"delta); whole-stream pairs: {args.raw_rounds} (raw bytes, floor), {args.sdk_rounds} (SDK), "
               f"in {max(args.processes, 1)} client processes, pooled; "
               f"interleaved: {args.rounds} rounds; steady lane and bulk scanner: "
               f"{'C' if native else 'pure Python'}; load average {os.getloadavg()[0]:.1f} at the end")

@@ -387,7 +387,14 @@ copy_small(char *dst, const char *src, Py_ssize_t n)
         dst[n / 2] = src[n / 2];
         dst[n - 1] = src[n - 1];
     }
-    else if (n > 16) {
+    else if (n > 16 && n <= 32) {
+        uint64_t a = load8(src), b = load8(src + 8), c = load8(src + n - 16), d = load8(src + n - 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + 8, &b, 8);
+        memcpy(dst + n - 16, &c, 8);
+        memcpy(dst + n - 8, &d, 8);
+    }
+    else if (n > 32) {
         memcpy(dst, src, (size_t)n);
     }
 }
@@ -538,7 +545,7 @@ delta_fields(const char *b, Py_ssize_t n, char *code, uint32_t *index)
  * -1 when an LF comes first, a backslash is followed by an LF or ends d[0:n], or no quote ends it
  * in d[0:n]. A backslash always takes the next byte (no escape is decoded or checked here). Eight
  * bytes at a time while they hold none of the three bytes that matter: a delta's text runs to tens
- * of bytes, and a byte loop cost ~0.8 ns a byte. */
+ * of bytes, and a byte loop cost ~1 ns a byte. */
 #define SWAR_ONES 0x0101010101010101ULL
 #define SWAR_HIGHS 0x8080808080808080ULL
 
@@ -554,8 +561,10 @@ swar_has(uint64_t word, uint64_t byte)
 static ALWAYS_INLINE Py_ssize_t
 string_end(const char *d, Py_ssize_t i, Py_ssize_t n)
 {
-    /* the first bytes one by one: many deltas are a word or two, ended before a word is loaded */
-    Py_ssize_t quick = i + 8 < n ? i + 8 : n;
+    /* the first two bytes one by one: a one-character delta (common) ends before a word is loaded
+       (measured, 64 deltas a read: 1 character 13.6 ns an event, 24 characters 18.6 ns; with the
+       first eight bytes one by one, 13.5 and 21.7; with none, 15.0 and 19.0) */
+    Py_ssize_t quick = i + 2 < n ? i + 2 : n;
     while (i < quick) {
         char c = d[i];
         if (c == '"')
