@@ -396,7 +396,7 @@ def test_a_text_body_ends_alike_wherever_its_bytes_fall_in_a_word() -> None:
     # each byte that ends or breaks a string body (a quote, a backslash with what it takes, an LF),
     # at every offset across the first words, in bodies that end there or run on -- admitted and
     # journaled as the reference does, a read at a time and the body alone.
-    specials = [b'\\"', b'\\\\', b"\\n", b'"', b"\n", b"\\", b'\\u00e9', b"\xc3\xa9"]
+    specials = [b'\\"', b'\\\\', b"\\n", b'"', b"\n", b"\\", b'\\u00e9', b"\xc3\xa9", b"\r", b"\\\r", b"\r\n"]
     reads = []
     for lead in range(0, 26):
         for special in specials:
@@ -404,6 +404,11 @@ def test_a_text_body_ends_alike_wherever_its_bytes_fall_in_a_word() -> None:
                 reads.append(RAW_DELTA.replace(b"@", b'"' + b"a" * lead + special + tail + b'"'))
     reads += [RAW_DELTA.replace(b"@", b'"' + b"b" * n + b'"') for n in range(0, 40)]
     reads += [r[:cut] for r in reads[:60] for cut in (len(r) - 5, len(r) - 4, len(r) - 3)]  # cut before its end
+    # A CR elsewhere in a read of deltas -- in another semantic block, in the frame in progress, at
+    # the end -- makes it a read of CR line ends (the general path's): declined alike.
+    plain = RAW_DELTA.replace(b"@", b'"ok"')
+    reads += [plain + TEXT0.replace(b'"text":""', b'"text":"\r"'), plain + b"event: content_block_delta\r",
+              plain + b"\r", plain * 3 + STOP0.replace(b"\n\n", b"\r\n\r\n"), plain]
     got = []
     for cls in (bulk.Scanner, PyScanner):
         scanner, _ = make(cls)
