@@ -419,3 +419,54 @@ def test_an_sdk_installed_after_the_hook_traces_the_next_request(provider, monke
     spans = {sp.name: sp for sp in exporter.get_finished_spans()}
     assert set(spans) == {"chat claude-sim-1", "POST anthropic"}
     assert sent["traceparent"].split("-")[2] == format(spans["POST anthropic"].context.span_id, "016x")
+
+
+def test_a_dormant_request_logs_in_the_trace_context_it_started_in(provider) -> None:  # type: ignore[no-untyped-def]
+    # Its truncation is logged while the body is read in another context (another span current):
+    # the record carries the context the request started in, as the awake hook's non-recording
+    # spans carry it.
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    def span(n: int) -> Any:
+        return NonRecordingSpan(SpanContext(trace_id=n << 64 | 1, span_id=n, is_remote=False, trace_flags=TraceFlags(1)))
+
+    class Seen(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.trace_ids: list[int] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.trace_ids.append(trace.get_current_span().get_span_context().trace_id)
+
+    seen: dict[str, list[int]] = {}
+    for which in ("dormant", "awake"):
+        hook = TelemetryHook()
+        hook._globals = which == "dormant"
+        url = provider.add(f"cut-{which}", [[s.Headers(), *anthropic_reply("abcd", deltas=4, stall_after=2), s.Stall()]])
+        handler = Seen()
+        logger = logging.getLogger("otel_liveness.events")
+        logger.addHandler(handler)
+        old_level = logger.level
+        logger.setLevel(logging.WARNING)
+        transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[hook])
+        try:
+            with httpx2.Client(transport=transport) as client:
+                token = otel_context.attach(trace.set_span_in_context(span(7)))
+                try:
+                    response = client.send(client.build_request("POST", url + URL, json=BODY), stream=True)
+                finally:
+                    otel_context.detach(token)
+                token = otel_context.attach(trace.set_span_in_context(span(9)))  # the reader's own context
+                try:
+                    with pytest.raises(otel_liveness.StreamTruncated):
+                        response.read()
+                finally:
+                    otel_context.detach(token)
+                    response.close()
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(old_level)
+        seen[which] = handler.trace_ids
+    assert seen["dormant"] == seen["awake"] == [7 << 64 | 1]

@@ -114,7 +114,7 @@ def _log(state: _RequestState, level: int, extra: dict[str, Any], message: str, 
     if not events_log.isEnabledFor(level):
         return
     span = state.attempt_span or state.last_span or state.request_span
-    if span is None and state.dormant:  # (what the non-recording span would have carried)
+    if span is None and state.dormant:  # (what a non-recording span would have carried: the parent's)
         span = trace.get_current_span(state.parent)
     token = otel_context.attach(trace.set_span_in_context(span)) if span is not None else None
     try:
@@ -228,7 +228,9 @@ class TelemetryHook:
             # nest under it and no request span of ours duplicates it.
             state.parent = propagate.extract(event.carrier)
         if self._dormant():
-            state.dormant = True  # (parent None unless extracted: the current context)
+            state.dormant = True
+            if state.parent is None:  # (what the request span would have been made in: this context)
+                state.parent = otel_context.get_current()
             return
         state.mode = "shadow" if report.shadow else "enforce"
         state.size_bucket = size_bucket(event.body_size)
