@@ -421,6 +421,29 @@ def test_an_sdk_installed_after_the_hook_traces_the_next_request(provider, monke
     assert sent["traceparent"].split("-")[2] == format(spans["POST anthropic"].context.span_id, "016x")
 
 
+def test_a_dormant_request_makes_no_metric_point_even_once_an_sdk_is_there(provider) -> None:  # type: ignore[no-untyped-def]
+    # A request decided dormant as it started stays so: a meter that records (an SDK installed
+    # while it runs) gets no retry, attempt or request point of it -- half a request counted would
+    # be a wrong figure. The same hook awake counts the same request whole.
+    counted: dict[str, set[str]] = {}
+    for which in ("dormant", "awake"):
+        reader = InMemoryMetricReader()
+        hook = TelemetryHook(meter_provider=MeterProvider(metric_readers=[reader]))
+        hook._globals = which == "dormant"  # (no global provider set: the check finds none)
+        assert hook._dormant() is (which == "dormant")
+        url = provider.add(f"retried-{which}",
+                           [[anthropic_status(529, "overloaded_error")], [s.Headers(), *anthropic_reply()]])
+        transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[hook])
+        with httpx2.Client(transport=transport) as client:
+            client.post(url + URL, json=BODY).raise_for_status()
+        assert len(provider.requests(f"retried-{which}")) == 2
+        data = reader.get_metrics_data()
+        counted[which] = {m.name for rm in (data.resource_metrics if data else ()) for sm in rm.scope_metrics
+                          for m in sm.metrics if any(True for _ in m.data.data_points)}
+    assert counted["dormant"] == set()
+    assert {S.M_RETRIES[0], S.M_ATTEMPTS[0]} <= counted["awake"], counted["awake"]
+
+
 def test_a_dormant_request_logs_in_the_trace_context_it_started_in(provider) -> None:  # type: ignore[no-untyped-def]
     # Its truncation is logged while the body is read in another context (another span current):
     # the record carries the context the request started in, as the awake hook's non-recording

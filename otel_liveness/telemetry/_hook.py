@@ -287,7 +287,8 @@ class TelemetryHook:
     def _notice(self, event: SemanticNotice) -> None:
         state = self._state(event.report)
         prefill = event.kind is NoticeKind.PREFILL
-        self._notices.add(1, {**state.metric_base, S.NOTICE_KIND: event.kind.value})
+        if not state.dormant:  # (an SDK installed since the request started must not count half of it)
+            self._notices.add(1, {**state.metric_base, S.NOTICE_KIND: event.kind.value})
         name = S.EVENT_PREFILL_WAIT if prefill else S.EVENT_NOTICE
         attrs = {
             S.EVENT_KIND: S.EVENT_KINDS[name],
@@ -326,8 +327,9 @@ class TelemetryHook:
     def _retry(self, event: RetryScheduled) -> None:
         state = self._state(event.report)
         attrs = {**state.metric_base, S.RETRY_REASON: event.reason.value}
-        self._retries.add(1, attrs)
-        self._retry_delay.record(event.delay, attrs)
+        if not state.dormant:
+            self._retries.add(1, attrs)
+            self._retry_delay.record(event.delay, attrs)
         event_attrs = {
             S.EVENT_KIND: "retry_scheduled",
             S.RETRY_DELAY: round(event.delay, 3),
