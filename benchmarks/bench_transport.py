@@ -377,6 +377,16 @@ def memory(url: str, scenario: str) -> dict[str, float]:
     return {"stream_mb": n / 2**20, "peak_traced_mb": peak / 2**20}
 
 
+def sdk_pair(url: str, policy: otel_liveness.Policy) -> tuple[anthropic.Anthropic, anthropic.Anthropic]:
+    """The SDK path's two sides: the anthropic client on a plain httpx2 client, and on one through
+    the transport (as users get it: default options)."""
+    plain = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, http_client=httpx2.Client(timeout=60))
+    wrapped = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0,
+                                  http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
+                                                            timeout=60))
+    return plain, wrapped
+
+
 def whole_streams(url: str, raw_rounds: int, sdk_rounds: int) -> dict[str, Any]:
     """The whole-stream pairs of one scenario, in this client process: the raw-bytes path, the
     memchr-only floor and the SDK path (each with its own clients, the transport as users get it)."""
@@ -385,10 +395,7 @@ def whole_streams(url: str, raw_rounds: int, sdk_rounds: int) -> dict[str, Any]:
     wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)
     raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), raw_rounds)
     floor = paired(lambda: raw_path(plain_http, url), lambda: memchr_path(plain_http, url), raw_rounds)
-    sdk_plain = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, http_client=httpx2.Client(timeout=60))
-    sdk_wrapped = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0,
-                                      http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
-                                                                timeout=60))
+    sdk_plain, sdk_wrapped = sdk_pair(url, policy)
     sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), sdk_rounds)
     for client in (plain_http, wrapped_http, sdk_plain, sdk_wrapped):
         client.close()
@@ -421,10 +428,7 @@ def overhead(url: str, plain_http: httpx2.Client, wrapped_http: httpx2.Client, p
     interleaved pairs, the memchr-only floor, and the added cost per read and per event."""
     raw, floor, sdk = whole["raw"], whole["floor"], whole["sdk"]
     raw_i = interleaved(lambda: _RawStream(plain_http, url), lambda: _RawStream(wrapped_http, url), rounds)
-    sdk_plain = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, http_client=httpx2.Client(timeout=60))
-    sdk_wrapped = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0,
-                                      http_client=httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy),
-                                                                timeout=60))
+    sdk_plain, sdk_wrapped = sdk_pair(url, policy)
     sdk_i = interleaved(lambda: sdk_stream(sdk_plain), lambda: sdk_stream(sdk_wrapped), rounds)
     added = raw["wrapped_s"] - raw["plain_s"]
     reads = max(int(raw["reads"]), 1)

@@ -392,7 +392,7 @@ def test_one_delta_a_read_is_admitted_alike(journal: int, max_frame: int) -> Non
 
 @pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
 def test_a_text_body_ends_alike_wherever_its_bytes_fall_in_a_word() -> None:
-    # The C scanner finds a delta's closing quote eight bytes at a time after its first eight:
+    # The C scanner finds a delta's closing quote eight bytes at a time after its first two:
     # each byte that ends or breaks a string body (a quote, a backslash with what it takes, an LF),
     # at every offset across the first words, in bodies that end there or run on -- admitted and
     # journaled as the reference does, a read at a time and the body alone.
