@@ -4,7 +4,9 @@ A pattern is a host name in which ``*`` stands for one DNS label or part of one 
 dot): ``bedrock-runtime.*.amazonaws.com`` matches ``bedrock-runtime.us-east-1.amazonaws.com``
 but not ``bedrock-runtime.a.b.amazonaws.com``; ``*-aiplatform.googleapis.com`` matches
 ``us-east5-aiplatform.googleapis.com``. Matching is case-insensitive; a name without ``*`` is
-compared exactly.
+compared exactly. A lone ``*`` is every host (``OTEL_LIVENESS_HOSTS=*``: the policy for every request of
+every instrumented client -- for a gateway of your own, or to run a peer's test suite with the
+transport in the path).
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ _LABEL_PART = "[a-z0-9_-]+"
 class HostMatcher:
     """``host in matcher``: whether a request's host is one of ``patterns``."""
 
-    __slots__ = ("_exact", "_patterns", "_regex")
+    __slots__ = ("_every", "_exact", "_patterns", "_regex")
 
     def __init__(self, patterns: Iterable[str]) -> None:
         names = [p.strip().lower().rstrip(".") for p in patterns if p and p.strip()]
         self._patterns = tuple(dict.fromkeys(names))
+        self._every = "*" in self._patterns
         self._exact = frozenset(n for n in self._patterns if "*" not in n)
         wild = [n for n in self._patterns if "*" in n]
         self._regex = (re.compile("|".join(_LABEL_PART.join(map(re.escape, n.split("*"))) for n in wild))
@@ -37,6 +40,8 @@ class HostMatcher:
     def __contains__(self, host: object) -> bool:
         if not isinstance(host, str):
             return False
+        if self._every:
+            return True
         host = host.lower().rstrip(".")
         return host in self._exact or (self._regex is not None and self._regex.fullmatch(host) is not None)
 

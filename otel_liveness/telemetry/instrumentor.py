@@ -33,7 +33,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from ..core.errors import InvalidPolicy
 from ..core.policy import Policy
 from ..core.providers import HOST_PATTERNS
-from ..transport import family_of, installed_modules, is_liveness_transport, liveness_transports
+from ..transport import family_of, installed_modules, is_liveness_transport, liveness_in, liveness_transports, seat, unseat
 from ._hook import TelemetryHook
 
 __all__ = ["DEFAULT_HOSTS", "LivenessInstrumentor"]
@@ -77,23 +77,33 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
         clients = self._clients
         lock = threading.Lock()  # clients are created in any thread; the set of wrapped ones is shared
 
-        def wrap_client(client: Any) -> None:
-            client._transport = _wrapped(client._transport)
-            client._mounts = {pattern: _wrapped(t) for pattern, t in client._mounts.items()}
+        def wrap_client(client: Any, is_async: bool) -> None:
+            client._transport = _placed(client._transport, is_async)
+            client._mounts = {pattern: _placed(t, is_async) for pattern, t in client._mounts.items()}
             with lock:
                 clients.add(client)
 
-        def _wrapped(transport: Any) -> Any:
-            if transport is None or is_liveness_transport(transport):
-                return transport  # not set, or already a liveness transport
+        def _placed(transport: Any, is_async: bool) -> Any:
+            """The liveness policy under ``transport``: seated in its connection pool when it has
+            one (the transport stays the object it was: its class, proxy and pool, as the client
+            and the SDK above expect), else wrapping it. ``is_async`` is the client's kind (a
+            transport that is both, ``MockTransport``, serves the client it is given to)."""
+            if transport is None or liveness_in(transport) is not None:
+                return transport  # not set, or the policy is already under it
             try:
-                family, is_async = family_of(transport)
+                family, _ = family_of(transport, is_async)
             except TypeError:
-                return transport
+                return transport  # another library's transport, or not of the client's kind
+
             # The transport layer's class with this instrumentor's own telemetry hook (the public
             # classes, a layer above, would add the same default hook: one is there already).
-            cls = liveness_transports(family)[1 if is_async else 0]
-            return cls(transport, policy, hooks=[hook, *extra_hooks], hosts=hosts)
+            def make(inner: Any, kind: bool) -> Any:
+                return liveness_transports(family)[1 if kind else 0](inner, policy, hooks=[hook, *extra_hooks],
+                                                                      hosts=hosts)
+
+            if seat(family, transport, make):
+                return transport
+            return make(transport, is_async)
 
         modules = installed_modules()
         if not modules:
@@ -104,10 +114,11 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
                 original = cls.__init__
                 self._originals[cls] = original
 
-                def patched(client: Any, *args: Any, __original: Any = original, **kw: Any) -> None:
+                def patched(client: Any, *args: Any, __original: Any = original, __async: bool = cls is module.AsyncClient,
+                            **kw: Any) -> None:
                     __original(client, *args, **kw)
                     try:
-                        wrap_client(client)
+                        wrap_client(client, __async)
                     except Exception:  # instrumentation must never break client construction
                         log.warning("otel-liveness could not instrument %r", client, exc_info=True)
 
@@ -120,8 +131,14 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
             cls.__init__ = original
         self._originals = {}
         for client in list(getattr(self, "_clients", ())):
-            transport = client._transport
-            if is_liveness_transport(transport):
-                client._transport = transport.inner
-            client._mounts = {p: (t.inner if is_liveness_transport(t) else t) for p, t in client._mounts.items()}
+            client._transport = _unplaced(client._transport)
+            client._mounts = {p: _unplaced(t) for p, t in client._mounts.items()}
         self._clients = weakref.WeakSet()
+
+
+def _unplaced(transport: Any) -> Any:
+    """``transport`` as it was before :meth:`LivenessInstrumentor._instrument` placed the policy."""
+    if is_liveness_transport(transport):
+        return transport.inner
+    unseat(transport)
+    return transport

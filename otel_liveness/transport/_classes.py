@@ -13,12 +13,14 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough
+from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough, AsyncPoolSeat
+from ._async.seat import seat_in_pool as _seat_async
 from ._base import TransportBase
 from ._family import Family
-from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough
+from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough, SyncPoolSeat
+from ._sync.seat import seat_in_pool as _seat_sync
 
-__all__ = ["is_liveness_transport", "liveness_transports"]
+__all__ = ["is_liveness_transport", "liveness_in", "liveness_transports", "seat", "unseat"]
 
 
 @cache
@@ -60,3 +62,40 @@ def is_liveness_transport(transport: object) -> bool:
     """Whether ``transport`` is a liveness transport (of either family, sync or async): its
     ``inner`` is the transport it wraps."""
     return isinstance(transport, TransportBase)
+
+
+def liveness_in(transport: object) -> TransportBase | None:
+    """The liveness transport ``transport`` is, or the one seated in its connection pool
+    (:func:`seat`), or ``None``."""
+    if isinstance(transport, TransportBase):
+        return transport
+    pool = getattr(transport, "_pool", None)
+    if isinstance(pool, (SyncPoolSeat, AsyncPoolSeat)):
+        return pool.liveness  # type: ignore[no-any-return]  # (a TransportBase)
+    return None
+
+
+def seat(family: Family, transport: Any, make: Any) -> bool:
+    """Seat a liveness transport, ``make(inner, is_async)``, in the connection pool of ``transport``
+    when it is the family's ``HTTPTransport`` or ``AsyncHTTPTransport`` (they send every request
+    through ``_pool``), so ``transport`` stays the object it was (see :mod:`._async.seat`).
+    Answers False, changing nothing, for any other transport."""
+    module: Any = family.module
+    if getattr(transport, "_pool", None) is None:
+        return False
+    if isinstance(transport, module.AsyncHTTPTransport):
+        _seat_async(transport, lambda inner: make(inner, True))
+        return True
+    if isinstance(transport, module.HTTPTransport):
+        _seat_sync(transport, lambda inner: make(inner, False))
+        return True
+    return False
+
+
+def unseat(transport: Any) -> bool:
+    """Put back the connection pool a liveness transport was seated in; False when none was."""
+    pool = getattr(transport, "_pool", None)
+    if isinstance(pool, (SyncPoolSeat, AsyncPoolSeat)):
+        transport._pool = pool.pool
+        return True
+    return False

@@ -89,8 +89,9 @@ def _combined(ours: type[E.LivenessError], theirs: type[BaseException]) -> type[
 
 
 def installed_modules() -> list[ModuleType]:
-    """The HTTP library families importable here (httpx2 first)."""
-    found = []
+    """The HTTP library families importable here (httpx2 first), each once: after
+    ``httpx2.alias_httpx()`` the name ``httpx`` is httpx2 itself, one family."""
+    found: list[ModuleType] = []
     for name in ("httpx2", "httpx"):
         module = sys.modules.get(name)
         if module is None:
@@ -98,7 +99,8 @@ def installed_modules() -> list[ModuleType]:
                 module = __import__(name)
             except ImportError:
                 continue
-        found.append(module)
+        if all(module is not seen for seen in found):
+            found.append(module)
     return found
 
 
