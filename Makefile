@@ -8,6 +8,8 @@
 #   make mutate -- the mutation pass over the core (cosmic-ray; about an hour)
 #   make sanitize -- the C extensions under ASan+UBSan: the C-vs-reference property tests and a
 #                 bounded fuzz run against them (scripts/sanitize.sh; a few minutes; not in make test)
+#   make peer   -- an SDK's own test suite run plain, in shadow and in enforce with the transport under
+#                 every client (scripts/peer.py; docs/compatibility.md; about 25 minutes; not in make test)
 #   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
 #   make bench-fleet, make fleet-overload -- fleet capacity, overload and gateway death (minutes each)
 #
@@ -27,7 +29,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: install demo tune-demo check test test-pure test-under-load mutate sanitize lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards
+.PHONY: peer install demo tune-demo check test test-pure test-under-load mutate sanitize lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -117,6 +119,13 @@ mutate: install
 # report.
 sanitize: install
 	scripts/sanitize.sh $(BIN)/python
+
+# The anthropic SDK's own tests (from its sdist, at the installed version) plain, in shadow and in
+# enforce, with the transport under every client it makes (scripts/peer.py): shadow must add no
+# failure, enforce only those docs/compatibility.md lists. PEER_ARGS: e.g. --sdk anthropic,openai
+# or -- tests/test_client.py (a selection).
+peer: install
+	$(BIN)/python scripts/peer.py $(PEER_ARGS)
 
 # Every figure of the README's table; each benchmark exits non-zero when its target is missed,
 # and all of them run regardless. The transport's whole-stream figures (the figures of record)

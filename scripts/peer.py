@@ -36,7 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".peer"
 DOC = ROOT / "docs" / "compatibility.md"
-BUILD_INPUTS = ["pyproject.toml", "setup.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "otel_liveness/core").glob("*.c"))]
+BUILD_INPUTS = ["pyproject.toml", "setup.py",
+                *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "otel_liveness/core").glob("*.c"))]
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ SUBS = [
     (r"\bAsyncWakingBackend\b", "SyncWakingBackend"),
     (r"\bAsyncWakingStream\b", "SyncWakingStream"),
     (r"\bAsyncH2Pool\b", "SyncH2Pool"),
-    (r"\bAsyncPoolSeat\b", "SyncPoolSeat"),
     (r"\bAsyncH2Stream\b", "SyncH2Stream"),
     (r"\bAsyncH2Wait\b", "SyncH2Wait"),
     (r"\bAsyncBackend\b", "SyncBackend"),

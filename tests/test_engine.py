@@ -263,10 +263,27 @@ def test_exhausted_stream_failures_are_a_typed_provider_error_never_content() ->
 
 
 def test_rate_limit_exhaustion_is_rate_limited() -> None:
-    inband = stream([START, anthropic_error("rate_limit_error")], eof=False)
+    # The last attempt's in-band error comes to the caller as the provider sent it (the SDK above
+    # raises its own RateLimitError from it); the report says why the request stopped.
+    inband = stream([START, anthropic_error("rate_limit_error")])
     out = drive([inband], POLICY.replace(max_rate_limit_attempts=2))
-    assert error_type(out) is E.RateLimited and out.report["stop_reason"] == "rate_limited"
-    assert field_of(out, "last_cause") == "error_event:rate_limit_error"
+    assert out.error is None and out.body == START + anthropic_error("rate_limit_error")
+    assert out.report["stop_reason"] == "rate_limited" and out.report["cause"] == "error_event:rate_limit_error"
+    assert out.outcomes == ["rate_limited", "rate_limited"] and len(out.sleeps) == 1
+
+
+@pytest.mark.parametrize("after", [[], [PING], [b"data: trailing bytes\n\n"]])
+def test_an_in_band_error_not_retried_reaches_the_caller_as_it_came(after: list[bytes]) -> None:
+    # Held bytes (the preamble, a heartbeat), the error read, and whatever follows it: byte for
+    # byte, in order, one attempt; nothing raised by the transport.
+    parts = [START, PING, anthropic_error("invalid_request_error"), *after]
+    out = drive([stream(parts), ok()])
+    assert out.error is None and out.body == b"".join(parts)
+    assert out.report["stop_reason"] == "rejected" and out.outcomes == ["rejected"] and out.sleeps == []
+    assert out.report["cause"] == "error_event:invalid_request_error"
+    # The same error in the read that carries the preamble: one read, released whole.
+    one = drive([stream([START + anthropic_error("invalid_request_error")])])
+    assert one.error is None and one.body == START + anthropic_error("invalid_request_error")
 
 
 def test_heartbeats_keep_a_thinking_model_alive_with_notices_and_never_fail() -> None:
@@ -744,10 +761,8 @@ def test_error_messages_name_attempts_and_cause() -> None:
     assert out.error.args == ("provider failed after 3 attempts; last cause: raw_silence",)  # type: ignore[union-attr]
     out = drive([[("headers", 0.0, 200, SSE), ("silence",)]], POLICY.replace(max_attempts=1))
     assert out.error.args == ("provider failed after 1 attempt; last cause: raw_silence",)  # type: ignore[union-attr]
-    out = drive([stream([START, anthropic_error("invalid_request_error")], eof=False)])
-    assert error_type(out) is E.ProviderError and out.report["stop_reason"] == "rejected"
-    assert out.error.args == (  # type: ignore[union-attr]
-        "provider rejected the request after 1 attempt; last cause: error_event:invalid_request_error",)
+    out = drive([[("headers", 0.0, 200, SSE), ("silence",)]], POLICY.replace(max_attempts=2))
+    assert out.error.args == ("provider failed after 2 attempts; last cause: raw_silence",)  # type: ignore[union-attr]
 
 
 def test_wall_budget_messages_and_the_attempt_it_ended() -> None:

@@ -17,6 +17,7 @@ from otel_liveness.telemetry import instrument, uninstrument
 from otel_liveness.telemetry import semconv as S
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
+from otel_liveness.transport import liveness_in
 
 from .conftest import FAST
 from .otlp_receiver import OTLPReceiver, attributes
@@ -35,10 +36,15 @@ def tel():  # type: ignore[no-untyped-def]
 def test_programmatic_instrumentation_and_uninstrument(provider, tel) -> None:  # type: ignore[no-untyped-def]
     original = httpx2.Client.__init__
     url = provider.add("auto", [[s.Headers(), *anthropic_reply()[:1], s.Stall()], [s.Headers(), *anthropic_reply()]])
-    instrument(enforce=True, hosts=["127.0.0.1"], tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider)
+    instrument(enforce=True, hosts=["127.0.0.1"], policy=FAST, tracer_provider=tel.tracer_provider,
+               meter_provider=tel.meter_provider)
     instrument(enforce=True, hosts=["127.0.0.1"])  # idempotent: a second call changes nothing
     client = httpx2.Client()
-    assert client._transport.policy.shadow is False and client._transport.inner.__class__ is httpx2.HTTPTransport
+    # Seated in the client's own transport, which stays what it was (class, pool).
+    assert client._transport.__class__ is httpx2.HTTPTransport
+    seated = liveness_in(client._transport)
+    assert seated is not None and seated.policy.shadow is False and seated.inner.__class__ is httpx2.HTTPTransport
+    assert seated.inner._pool is client._transport._pool
     response = client.post(url + "/v1/messages", json={"model": "m", "stream": True})
     assert response.status_code == 200 and provider.attempts("auto") == 2  # retried below the caller
     assert len(tel.attempts()) == 2
@@ -48,16 +54,17 @@ def test_programmatic_instrumentation_and_uninstrument(provider, tel) -> None:  
     assert len(tel.finished()) == before
     uninstrument()
     assert httpx2.Client.__init__ is original
-    assert client._transport.__class__ is httpx2.HTTPTransport  # unwrapped
-    assert httpx2.Client()._transport.__class__ is httpx2.HTTPTransport
+    assert liveness_in(client._transport) is None and "handle_request" not in vars(client._transport)  # unseated
+    assert liveness_in(httpx2.Client()._transport) is None
     client.close()
 
 
 def test_default_mode_is_shadow(tel) -> None:  # type: ignore[no-untyped-def]
     instrument(tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider)
     client = httpx2.AsyncClient()
-    assert client._transport.policy.shadow is True
-    hosts = client._transport._hosts  # every provider host by default (the three named ones among them)
+    seated = liveness_in(client._transport)
+    assert seated is not None and seated.policy.shadow is True
+    hosts = seated._hosts  # every provider host by default (the three named ones among them)
     assert all(h in hosts for h in ("api.anthropic.com", "api.openai.com", "openrouter.ai"))
     assert "example.com" not in hosts
 
@@ -103,7 +110,7 @@ def test_default_hosts_leave_other_hosts_alone(host: str) -> None:
 def test_hosts_from_the_environment_take_patterns(tel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("OTEL_LIVENESS_HOSTS", " llm-*.internal.example , api.anthropic.com ")
     instrument(tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider)
-    hosts = httpx2.Client()._transport._hosts
+    hosts = liveness_in(httpx2.Client()._transport)._hosts  # type: ignore[union-attr]
     assert "llm-eu.internal.example" in hosts and "api.anthropic.com" in hosts
     assert "api.openai.com" not in hosts and "llm-eu.x.internal.example" not in hosts
 

@@ -72,11 +72,14 @@ def test_sdk_truncation_carries_prefix_and_a_continuation(provider) -> None:  # 
     url = provider.add("stall", [script])
     seen = []
     with sync_client(url) as client:
-        with pytest.raises(StreamTruncated) as info:
+        # anthropic >= 2.17 wraps a body-read error in its own (APITimeoutError for a timeout: ours
+        # is a ReadTimeout too); liveness_error() finds the truncation inside
+        with pytest.raises(anthropic.APITimeoutError) as info:
             with client.messages.stream(model="claude-sim-1", max_tokens=64, messages=MESSAGES) as stream:
                 for text in stream.text_stream:
                     seen.append(text)
-    exc = info.value
+    exc = otel_liveness.liveness_error(info.value)
+    assert isinstance(exc, StreamTruncated)
     assert "".join(seen) == "Partial "
     kinds = [(b["type"], b["complete"]) for b in exc.partial["content"]]
     assert kinds == [("thinking", True), ("text", False)]
@@ -124,8 +127,10 @@ def test_sdk_async_truncation(provider) -> None:  # type: ignore[no-untyped-def]
                 async with client.messages.stream(model="claude-sim-1", max_tokens=8, messages=MESSAGES) as stream:
                     async for _ in stream:
                         pass
-            except StreamTruncated as exc:
-                return exc
+            except anthropic.APITimeoutError as exc:  # (the SDK's wrapping of our ReadTimeout)
+                found = otel_liveness.liveness_error(exc)
+                assert isinstance(found, StreamTruncated)
+                return found
         raise AssertionError("no truncation")
 
     exc = anyio.run(main)

@@ -435,6 +435,8 @@ class Attempt:
         body = b"".join(probe)
         error_type = json_error_type(body)
         if error_type is not None:
+            self.held = [body]  # (the engine releases it as it came when the error is not retried)
+            self.held_bytes = len(body)
             return error_type, b""
         if not self.enforce:
             return None, b""
@@ -462,7 +464,11 @@ class Attempt:
                 self.commit()
             return failure, self.release(chunk, data)
         if not committed:
-            return failure, b""  # pre-content: the whole attempt is discarded and retried
+            # pre-content: the attempt is retried -- or, if not, given to the caller as it came
+            # (the engine releases what is held, this read included)
+            self.held.append(chunk)
+            self.held_bytes += len(chunk)
+            return failure, b""
         if not splittable:
             self.framer.retract()  # nothing of this read was released: nor is its content partial
             return failure, b""

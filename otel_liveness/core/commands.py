@@ -77,12 +77,15 @@ class Respond:
 @dataclass(frozen=True, slots=True)
 class Fail:
     """Raise ``error(*args, **fields)``, also an instance of the HTTP library's exception for
-    ``kind`` (a cause such as ``raw_silence``, ``read_error``, ``wall_budget``, ``malformed``)."""
+    ``kind`` (a cause such as ``raw_silence``, ``read_error``, ``wall_budget``, ``malformed``) --
+    or, when the last attempt ended in an exception of the HTTP library (``cause``), of that
+    exception's class (a ``ConnectTimeout`` stays a ``ConnectTimeout``), raised ``from cause``."""
 
     error: type[LivenessError]
     kind: str
     args: tuple[Any, ...]  # positional arguments of ``error`` (the message, for most)
     fields: Mapping[str, Any]
+    cause: BaseException | None = None  # the HTTP library's exception the last attempt ended in
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,7 @@ class IOFailure(StrEnum):
 
     CONNECT = "connect"  # the server never got the request (connect error or timeout, pool timeout)
     READ = "read"  # the connection broke after the request was (perhaps partly) sent
+    LOCAL = "local"  # the HTTP library refused to send the request (a header value it rejects, an unknown scheme)
 
 
 def _input(method: Callable[Concatenate[Engine, P], T]) -> Callable[Concatenate[Engine, P], T]:
@@ -242,7 +243,7 @@ class Engine:
                     self._to(_ENDED)
                     return cached
         self._emit(RequestStarted(self.report, facts.method, facts.host, facts.port, facts.path, facts.model,
-                                  dict(facts.carrier), facts.body_size))
+                                  dict(facts.carrier), facts.body_size, facts.propagate, self.policy.propagate_baggage))
         return self._send(now)
 
     @_input
@@ -338,12 +339,12 @@ class Engine:
             if attempt.probe is not None:
                 error_type, release = attempt.probed()
                 if error_type is not None:
-                    return self._failed(now, self._probe_error(now, attempt, error_type))
+                    return self._failed(now, self._probe_error(now, attempt, error_type), at_eof=True)
             attempt.finish(Completion.EOF)
         if not attempt.done:
             failure = attempt.error if attempt.error is not None and self.enforce else Failure(
                 FailureKind.EOF, attempt.clock.phase, attempt.committed)
-            return self._answer(state, release, self._failed(now, failure))
+            return self._answer(state, release, self._failed(now, failure, at_eof=True))
         self._complete(now)
         return self._answer(state, release, COMPLETE)
 
@@ -360,13 +361,20 @@ class Engine:
         if expired is None and self.enforce and attempt.socket_timeout_ours:
             clock = attempt.clock
             expired = clock.poll_terminal(now + TOLERANCE) or clock.wire_silence(now, attempt.committed)
-        if expired is None:  # the caller's own read timeout (or shadow mode): a broken read
+        if expired is None and self.enforce and not attempt.committed:
+            # The caller's own read timeout, shorter than our bound: the caller's verdict on the
+            # wait, not the provider's failure -- not retried (that would multiply the wait the
+            # caller bounded); the request ends as the caller ended it, the timeout raised as it came.
+            self._conclude(now, AttemptOutcome.CANCELLED, "caller_timeout", StopReason.CANCELLED, "caller_timeout")
+            return Reraise(exc)
+        if expired is None:  # after content (a truncation, of the caller's timeout's class), or shadow mode
             return self.io_error(now, IOFailure.READ, exc)
         return self._expire(now, expired, exc)
 
     @_input
     def io_error(self, now: float, kind: IOFailure, exc: BaseException) -> Command:
-        """The connection failed (``CONNECT``: before the server got the request)."""
+        """The connection failed (``CONNECT``: before the server got the request), or the HTTP
+        library refused to send it (``LOCAL``: never retried, raised as it came)."""
         if self.state is _ENDED:
             # The caller closed the body (or abandoned it) and the read under it failed: not the
             # provider's failure, and the request's verdict is already given. As it came.
@@ -375,6 +383,9 @@ class Engine:
         if attempt.done:
             self._complete(now)
             return COMPLETE
+        if kind is IOFailure.LOCAL:
+            self._conclude_failure(now, Failure(FailureKind.LOCAL_ERROR, attempt.clock.phase, attempt.committed))
+            return Reraise(exc)
         if not self.enforce:
             self._observe_gap(now, attempt)
         failure_kind = FailureKind.CONNECT_ERROR if kind is IOFailure.CONNECT else FailureKind.READ_ERROR
@@ -579,10 +590,10 @@ class Engine:
         return self._failed(now, Failure(R.failure_kind(verdict), verdict.phase, attempt.committed), exc=exc)
 
     def _failed(self, now: float, failure: Failure, *, status_response: bool = False,
-                exc: BaseException | None = None) -> Command:
+                exc: BaseException | None = None, at_eof: bool = False) -> Command:
         """The one place a failure becomes a command. Shadow mode, as one rule: a failure changes
         nothing the caller sees -- everything passes through as it came, and what would have
-        happened is reported; otherwise the retry policy decides."""
+        happened is reported; otherwise the retry policy decides. ``at_eof``: the body has ended."""
         attempt = self._current()
         if not self.enforce:
             if attempt.observed is None:
@@ -609,16 +620,23 @@ class Engine:
             # status response too: the caller gets the error, not the response of a request that
             # could not be retried).
             self._conclude(now, outcome, error_type, StopReason.NOT_REPLAYABLE, failure.cause)
-            return R.not_replayable(failure, problem, len(self.report.attempts), self.policy.max_replay_body_bytes)
+            return R.not_replayable(failure, problem, len(self.report.attempts), self.policy.max_replay_body_bytes, exc)
         if status_response:
             mark = isinstance(decision, GiveUp) and self.policy.mark_exhausted_responses
             self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
             return self._respond(passthrough=True, replace=(("x-should-retry", "false"),) if mark else ())
+        if failure.kind is FailureKind.ERROR_EVENT and not failure.committed:
+            # The provider's own error, before content, not (or no longer) retried: the caller
+            # gets the attempt as the provider sent it -- held bytes, the error, the rest of the
+            # body -- so the SDK above raises the status error it raises without the transport.
+            self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
+            self._first = [attempt.take_held()]
+            return self._respond(then=COMPLETE if at_eof else READ)
         if not isinstance(decision, (GiveUp, Reject)):  # Truncate: content was released
             self._conclude(now, AttemptOutcome.TRUNCATED, error_type, StopReason.TRUNCATED, failure.cause)
-            return R.truncation(attempt, failure, len(self.report.attempts))
+            return R.truncation(attempt, failure, len(self.report.attempts), exc)
         self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
-        return self._remember(now, R.provider_error(failure, decision, len(self.report.attempts)))
+        return self._remember(now, R.provider_error(failure, decision, len(self.report.attempts), exc))
 
     def _retry(self, now: float, attempt: Attempt, failure: Failure, decision: Retry) -> Command:
         record = attempt.record

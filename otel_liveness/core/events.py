@@ -68,6 +68,10 @@ class RequestStarted:
     model: str | None
     carrier: Mapping[str, str]  # the request's W3C trace-context headers (traceparent, tracestate), nothing else
     body_size: int | None = None  # bytes of the request body (None: unknown)
+    #: Whether a hook may add trace context to the attempts (``AttemptStarted.inject``): not when
+    #: the request carries some, or its SDK propagates by its own option (``RequestFacts.propagate``).
+    propagate: bool = True
+    baggage: bool = False  # ... and whether that may include the application's baggage (``Policy.propagate_baggage``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,7 +114,10 @@ class Policy:
     for failed attempts and a ``capture_sample`` fraction of completed ones; ``capture_max_bytes``
     caps the directory (the oldest recordings are evicted first);
     ``mark_exhausted_responses`` sets ``x-should-retry: false`` on a final error response so an
-    SDK above does not multiply attempts.
+    SDK above does not multiply attempts; ``propagate_baggage`` lets the trace context the
+    transport adds to a request carry the application's W3C baggage (off: a provider is a third
+    party, and baggage holds the application's own keys -- tenants, users -- so only
+    ``traceparent``/``tracestate`` go).
     """
 
     raw_idle_timeout: float | None = DEFAULT_RAW_IDLE_TIMEOUT
@@ -145,6 +148,7 @@ class Policy:
     capture_sample: float = 0.01
     capture_max_bytes: int = 256 * 1024 * 1024
     mark_exhausted_responses: bool = True
+    propagate_baggage: bool = False
 
     def __post_init__(self) -> None:
         if self.first_byte_timeout != "auto":
@@ -180,8 +184,9 @@ class Policy:
         object.__setattr__(self, "capture_sample", float(sample))
         if self.first_byte_max < self.first_byte_base:
             raise InvalidPolicy("first_byte_max", "must be >= first_byte_base")
-        if not isinstance(self.raw_idle_adaptive, bool):
-            raise InvalidPolicy("raw_idle_adaptive", f"expected true or false, got {self.raw_idle_adaptive!r}")
+        for name in ("raw_idle_adaptive", "propagate_baggage"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidPolicy(name, f"expected true or false, got {getattr(self, name)!r}")
         if self.provider is not None:
             from .providers import PROFILES
 
@@ -233,7 +238,7 @@ def _parse_env(key: str, name: str, raw: str) -> Any:
     lowered = raw.lower()
     if name == "first_byte_timeout" and lowered == "auto":
         return "auto"
-    if name in ("shadow", "mark_exhausted_responses", "raw_idle_adaptive"):
+    if name in ("shadow", "mark_exhausted_responses", "raw_idle_adaptive", "propagate_baggage"):
         if lowered in ("1", "true", "yes", "on"):
             return True
         if lowered in ("0", "false", "no", "off"):

@@ -188,9 +188,10 @@ def _plural(attempts: int) -> str:
     return f"{attempts} attempt{'s' if attempts != 1 else ''}"
 
 
-def provider_error(failure: Failure, decision: GiveUp | Reject, attempts: int) -> Fail:
+def provider_error(failure: Failure, decision: GiveUp | Reject, attempts: int, exc: BaseException | None = None) -> Fail:
     """Retries ran out (or the failure is not retried): :class:`~.errors.ProviderError`, or
-    :class:`~.errors.RateLimited` when the last answer was a rate limit."""
+    :class:`~.errors.RateLimited` when the last answer was a rate limit; ``exc`` is the HTTP
+    library's exception the last attempt ended in, if any (its class and the chain are kept)."""
     rate_limited = isinstance(decision, GiveUp) and decision.rate_limited
     verb = "failed" if isinstance(decision, GiveUp) else "rejected the request"
     return Fail(
@@ -199,10 +200,11 @@ def provider_error(failure: Failure, decision: GiveUp | Reject, attempts: int) -
         (f"provider {verb} after {_plural(attempts)}; last cause: {failure.cause}",),
         {"attempts": attempts, "last_cause": failure.cause, "status": failure.status,
          "error_type": failure.error_type},
+        exc,
     )
 
 
-def not_replayable(failure: Failure, problem: str, attempts: int, limit: int) -> Fail:
+def not_replayable(failure: Failure, problem: str, attempts: int, limit: int, exc: BaseException | None = None) -> Fail:
     """A retry was due but the request body cannot be sent again."""
     return Fail(
         E.BodyNotReplayable,
@@ -211,10 +213,11 @@ def not_replayable(failure: Failure, problem: str, attempts: int, limit: int) ->
          f"and the request body cannot be sent again: a stream longer than the {limit}-byte replay bound",),
         {"attempts": attempts, "last_cause": failure.cause, "status": failure.status,
          "error_type": failure.error_type, "reason": problem, "limit": limit},
+        exc,
     )
 
 
-def truncation(attempt: Attempt, failure: Failure, attempts: int) -> Fail:
+def truncation(attempt: Attempt, failure: Failure, attempts: int, exc: BaseException | None = None) -> Fail:
     """Content was released and the stream failed: :class:`~.errors.StreamTruncated`, with the
     released count, the raw head kept and the decoded partial message."""
     cause = failure.cause
@@ -225,6 +228,7 @@ def truncation(attempt: Attempt, failure: Failure, attempts: int) -> Fail:
         (f"stream truncated after {attempt.released} bytes of content; cause: {cause}",),
         {"prefix": prefix, "cause": cause, "partial": attempt.framer.partial(prefix), "attempts": attempts,
          "error_type": failure.error_type, "released": attempt.released},
+        exc,
     )
 
 

@@ -4,13 +4,14 @@ body (pure: the driver passes plain values, never an HTTP library object)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .members import top_level
 from .memory import RequestKey, auth_identity
 
-__all__ = ["TRACE_HEADERS", "RequestFacts", "size_bucket"]
+__all__ = ["TRACE_HEADERS", "RequestFacts", "propagates_itself", "size_bucket"]
 
 #: The only request headers that reach hooks (W3C trace context): never credentials.
 TRACE_HEADERS = ("traceparent", "tracestate")
@@ -46,6 +47,10 @@ class RequestFacts:
     carrier: Mapping[str, str] = field(default_factory=dict)  # trace-context headers only
     read_timeout: float | None = None  # the caller's own socket read timeout
     sdk_retry: bool = False  # a retry by an SDK above the transport (x-stainless-retry-count > 0)
+    #: Whether the transport may add trace context to the request's attempts: not when the request
+    #: carries some already, nor when it comes from an SDK that propagates as its own option says
+    #: (:func:`propagates_itself`) -- what the layer above sent, or chose not to send, stands.
+    propagate: bool = True
     key: RequestKey | str | None = None  # identity for the exhausted-request cache (method, URL, body, auth digest)
 
     @classmethod
@@ -78,6 +83,7 @@ class RequestFacts:
             stream = body is not None and (b'"stream":true' in body or b'"stream": true' in body)
         streaming = stream_path or stream or "text/event-stream" in headers.get("accept", "")
         retry_count = headers.get("x-stainless-retry-count", "0")
+        carrier = {k: headers[k] for k in TRACE_HEADERS if k in headers}
         return cls(
             method=method,
             host=host,
@@ -87,14 +93,28 @@ class RequestFacts:
             streaming=streaming,
             body_size=size,
             model=model,
-            carrier={k: headers[k] for k in TRACE_HEADERS if k in headers},
+            carrier=carrier,
             read_timeout=read_timeout,
             sdk_retry=retry_count not in ("", "0"),
+            propagate=not carrier and not propagates_itself(headers.get("user-agent", "")),
             key=RequestKey(method, url, body, auth_identity(headers)) if body is not None else None,
         )
 
 
 _MEMBERS = (b"model", b"stream")
+
+#: The anthropic SDK's clients (``Anthropic``, ``AsyncAnthropic``, ``AnthropicBedrock``,
+#: ``AnthropicVertex``...) name themselves and their version in the user agent.
+_ANTHROPIC_UA = re.compile(r"(?:Async)?Anthropic\w*/Python (\d+)\.(\d+)")
+
+
+def propagates_itself(user_agent: str) -> bool:
+    """Whether a request's user agent is an SDK that propagates trace context itself, by its own
+    option: the anthropic SDK from 1.14 (its ``open_telemetry={"propagation": ...}`` option and
+    ``ANTHROPIC_OPEN_TELEMETRY_PROPAGATION``; on by default, when it sends the headers itself).
+    The openai SDK has no such option: under it the transport propagates."""
+    match = _ANTHROPIC_UA.match(user_agent)
+    return match is not None and (int(match[1]), int(match[2])) >= (1, 14)
 
 
 def _string(raw: bytes | None) -> str | None:

@@ -25,6 +25,8 @@ EOF before content                             duplicate what the caller saw)
 in-band error: overloaded/api/server/timeout   retry; ``rate_limit_error`` -> patient budget
 in-band error: any other type                  reject
 semantic timeout before content                retry
+the HTTP library refused to send the request   never retried: its own exception, as it came
+(a rejected header value, an unknown scheme)
 =============================================  ==============================================
 
 Delays: ``retry-after-ms``, then ``retry-after`` as (float) seconds, then as an HTTP date
@@ -72,6 +74,7 @@ class FailureKind(StrEnum):
     SEMANTIC_TIMEOUT = "semantic_timeout"
     WALL_BUDGET = "wall_budget"  # never retried: the wall budget ends the request
     MALFORMED = "malformed"  # the body is not the wire format (a frame over the bound...): never retried
+    LOCAL_ERROR = "local_error"  # the HTTP library refused to send the request: never retried, raised as it came
 
 
 @dataclass(frozen=True, slots=True)

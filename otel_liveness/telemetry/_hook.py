@@ -88,6 +88,7 @@ class _RequestState:
         "notice_events",
         "notices_coalesced",
         "parent",
+        "propagate",
         "request_span",
         "size_bucket",
     )
@@ -106,6 +107,8 @@ class _RequestState:
         self.mode = "enforce"
         self.size_bucket = "unknown"
         self.dormant = False
+        #: The headers attempts may carry: none, the trace context, or it and the baggage.
+        self.propagate: tuple[bool, bool] = (True, False)
 
 
 def _log(state: _RequestState, level: int, extra: dict[str, Any], message: str, *args: Any) -> None:
@@ -122,6 +125,18 @@ def _log(state: _RequestState, level: int, extra: dict[str, Any], message: str, 
     finally:
         if token is not None:
             otel_context.detach(token)
+
+
+def _inject(state: _RequestState, headers: dict[str, str], span: Any) -> None:
+    """The trace context of ``span`` into an attempt's ``headers`` through the global propagator --
+    unless the request carries its own or its SDK propagates by its own option (the propagator is
+    then not even asked) -- without the application's baggage unless the policy allows it."""
+    allowed, baggage = state.propagate
+    if not allowed:
+        return
+    propagate.inject(headers, context=trace.set_span_in_context(span))
+    if not baggage:
+        headers.pop("baggage", None)
 
 
 class TelemetryHook:
@@ -220,6 +235,7 @@ class TelemetryHook:
     def _request_started(self, event: RequestStarted) -> None:
         report = event.report
         state = self._state(report)
+        state.propagate = (event.propagate, event.baggage)
         model = event.model or ""
         state.metric_base = {S.GEN_AI_PROVIDER_NAME: report.provider_name or report.provider,
                              S.GEN_AI_REQUEST_MODEL: model or "unknown"}  # (and the logs' attributes)
@@ -257,7 +273,7 @@ class TelemetryHook:
         state = self._state(event.report)
         if state.dormant:
             # The trace context a non-recording attempt span would carry: its parent's.
-            propagate.inject(event.inject, context=trace.set_span_in_context(trace.get_current_span(state.parent)))
+            _inject(state, event.inject, trace.get_current_span(state.parent))
             return
         state.heartbeat_events = state.heartbeats_coalesced = state.notice_events = state.notices_coalesced = 0
         span = self._tracer.start_span(
@@ -267,7 +283,7 @@ class TelemetryHook:
             attributes={**state.base, S.HTTP_REQUEST_RESEND_COUNT: event.attempt, S.MODE: state.mode},
         )
         state.attempt_span = span
-        propagate.inject(event.inject, context=trace.set_span_in_context(span))
+        _inject(state, event.inject, span)
 
     def _heartbeats_seen(self, event: Heartbeats) -> None:
         state = self._state(event.report)

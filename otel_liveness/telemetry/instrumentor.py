@@ -84,9 +84,9 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
                 clients.add(client)
 
         def _placed(transport: Any, is_async: bool) -> Any:
-            """The liveness policy under ``transport``: seated in its connection pool when it has
-            one (the transport stays the object it was: its class, proxy and pool, as the client
-            and the SDK above expect), else wrapping it. ``is_async`` is the client's kind (a
+            """The liveness policy under ``transport``: seated in it when it is an ``HTTPTransport``
+            (the transport stays the object it was: its class, proxy and pool, as the client and
+            the SDK above expect), else wrapping it. ``is_async`` is the client's kind (a
             transport that is both, ``MockTransport``, serves the client it is given to)."""
             if transport is None or liveness_in(transport) is not None:
                 return transport  # not set, or the policy is already under it

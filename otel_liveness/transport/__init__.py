@@ -4,8 +4,8 @@
   ``hooks``; :func:`otel_liveness.wrap` and :mod:`otel_liveness.httpx` / :mod:`otel_liveness.httpx2`
   give them telemetry on by default;
 - :func:`is_liveness_transport` -- whether a transport is one (its ``inner`` is what it wraps);
-- :func:`seat`, :func:`unseat`, :func:`liveness_in` -- a liveness transport seated in a transport's
-  connection pool, so the transport stays the object it was (the auto-instrumentor's placement);
+- :func:`seat`, :func:`unseat`, :func:`liveness_in` -- a liveness transport seated in an
+  ``HTTPTransport``, so the transport stays the object it was (the auto-instrumentor's placement);
 - :func:`family_of`, :func:`installed_modules` -- the HTTP library families (httpx, httpx2);
 - :func:`keepalive_socket_options`, :func:`liveness_policy`.
 """
@@ -22,8 +22,8 @@ __all__ = [
     "family_of",
     "installed_modules",
     "is_liveness_transport",
-    "liveness_in",
     "keepalive_socket_options",
+    "liveness_in",
     "liveness_policy",
     "liveness_transports",
     "seat",

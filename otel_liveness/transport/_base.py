@@ -199,7 +199,9 @@ def io_failed(family: Family, engine: Engine, now: float, exc: Exception) -> Com
     module = family.module
     if isinstance(exc, module.ReadTimeout):
         return engine.timed_out(now, exc)
-    if isinstance(exc, (module.ConnectError, module.ConnectTimeout, module.PoolTimeout, module.UnsupportedProtocol)):
+    if isinstance(exc, (module.LocalProtocolError, module.UnsupportedProtocol)):
+        return engine.io_error(now, IOFailure.LOCAL, exc)  # the request itself: no provider saw it
+    if isinstance(exc, (module.ConnectError, module.ConnectTimeout, module.PoolTimeout)):
         return engine.io_error(now, IOFailure.CONNECT, exc)
     if isinstance(exc, module.TransportError):
         return engine.io_error(now, IOFailure.READ, exc)

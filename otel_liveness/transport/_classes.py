@@ -10,15 +10,14 @@ telemetry on by default; the auto-instrumentor builds these with its own telemet
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from typing import Any
 
-from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough, AsyncPoolSeat
-from ._async.seat import seat_in_pool as _seat_async
+from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough
 from ._base import TransportBase
 from ._family import Family
-from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough, SyncPoolSeat
-from ._sync.seat import seat_in_pool as _seat_sync
+from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough
 
 __all__ = ["is_liveness_transport", "liveness_in", "liveness_transports", "seat", "unseat"]
 
@@ -64,38 +63,43 @@ def is_liveness_transport(transport: object) -> bool:
     return isinstance(transport, TransportBase)
 
 
+_SEATS = ("handle_request", "handle_async_request")
+
+
 def liveness_in(transport: object) -> TransportBase | None:
-    """The liveness transport ``transport`` is, or the one seated in its connection pool
-    (:func:`seat`), or ``None``."""
+    """The liveness transport ``transport`` is, or the one seated in it (:func:`seat`), or ``None``."""
     if isinstance(transport, TransportBase):
         return transport
-    pool = getattr(transport, "_pool", None)
-    if isinstance(pool, (SyncPoolSeat, AsyncPoolSeat)):
-        return pool.liveness  # type: ignore[no-any-return]  # (a TransportBase)
+    for name in _SEATS:
+        seated = getattr(getattr(transport, "__dict__", {}).get(name), "__self__", None)
+        if isinstance(seated, TransportBase):
+            return seated
     return None
 
 
 def seat(family: Family, transport: Any, make: Any) -> bool:
-    """Seat a liveness transport, ``make(inner, is_async)``, in the connection pool of ``transport``
-    when it is the family's ``HTTPTransport`` or ``AsyncHTTPTransport`` (they send every request
-    through ``_pool``), so ``transport`` stays the object it was (see :mod:`._async.seat`).
-    Answers False, changing nothing, for any other transport."""
+    """Seat a liveness transport in ``transport`` when it is the family's ``HTTPTransport`` or
+    ``AsyncHTTPTransport``, so ``transport`` stays the object it was -- its class, its connection
+    pool, its proxy, what the client and the SDK above read of it: ``make(inner, is_async)`` builds
+    the liveness transport over a copy of ``transport`` (the same pool and configuration), and its
+    ``handle_request`` (``handle_async_request``) takes the place of the transport's own on that
+    object. What wraps the class's method (an HTTP client instrumentation) now runs for each
+    attempt, inside the liveness transport's send context. Answers False, changing nothing, for
+    any other transport."""
     module: Any = family.module
-    if getattr(transport, "_pool", None) is None:
-        return False
-    if isinstance(transport, module.AsyncHTTPTransport):
-        _seat_async(transport, lambda inner: make(inner, True))
-        return True
-    if isinstance(transport, module.HTTPTransport):
-        _seat_sync(transport, lambda inner: make(inner, False))
-        return True
+    for cls, name, is_async in ((module.AsyncHTTPTransport, "handle_async_request", True),
+                                (module.HTTPTransport, "handle_request", False)):
+        if isinstance(transport, cls):
+            liveness = make(copy.copy(transport), is_async)  # (copied before the seat is set on it)
+            setattr(transport, name, getattr(liveness, name))
+            return True
     return False
 
 
 def unseat(transport: Any) -> bool:
-    """Put back the connection pool a liveness transport was seated in; False when none was."""
-    pool = getattr(transport, "_pool", None)
-    if isinstance(pool, (SyncPoolSeat, AsyncPoolSeat)):
-        transport._pool = pool.pool
-        return True
-    return False
+    """Take a seated liveness transport out of ``transport``; False when none was seated."""
+    if liveness_in(transport) is None or isinstance(transport, TransportBase):
+        return False
+    for name in _SEATS:
+        transport.__dict__.pop(name, None)
+    return True

@@ -58,12 +58,30 @@ class Family:
 
     def error(self, fail: Fail, request: Any = None) -> E.LivenessError:
         """The error ``fail`` describes, as an instance of its class that is also the family's
-        exception for its kind (so ``except httpx.ReadTimeout`` and the like keep working)."""
-        theirs = getattr(self.module, _CAUSE_BASE.get(fail.kind, "RemoteProtocolError"))
+        exception for its kind (so ``except httpx.ReadTimeout`` and the like keep working) -- the
+        class of the family's exception the last attempt ended in, when it did (a spent budget of
+        ``ConnectTimeout`` is a ``ConnectTimeout``, of refused connections a ``ConnectError``),
+        with that exception as its ``__cause__``."""
+        theirs = self._public_class(fail.cause) or getattr(self.module, _CAUSE_BASE.get(fail.kind, "RemoteProtocolError"))
         exc: E.LivenessError = _combined(fail.error, theirs)(*fail.args, **fail.fields)
         if request is not None:
             exc.request = request  # type: ignore[attr-defined]  # the family exception's half has it
+        if fail.cause is not None:
+            exc.__cause__ = fail.cause
         return exc
+
+    def _public_class(self, exc: BaseException | None) -> type[BaseException] | None:
+        """The family's public exception class ``exc`` is an instance of (the most derived), if any."""
+        if exc is None:
+            return None
+        module: Any = self.module
+        for cls in type(exc).__mro__:
+            if issubclass(cls, E.LivenessError):
+                continue  # (a liveness error below us: the family class it also is)
+            if getattr(module, cls.__name__, None) is cls and issubclass(cls, module.TransportError):
+                found: type[BaseException] = cls
+                return found
+        return None
 
     def default_transport(self, *, asynchronous: bool, **kwargs: Any) -> Any:
         kwargs.setdefault("socket_options", keepalive_socket_options())

@@ -4,13 +4,11 @@ truth: ``_sync/`` is generated from it by ``scripts/unasync.py`` (``--check`` in
 - :mod:`.transport` -- the request loop: one request's attempts, each command of the engine executed;
 - :mod:`.stream` -- the body the caller reads, judged read by read;
 - :mod:`.network` -- the network backend whose reads wake at the engine's hints;
-- :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own;
-- :mod:`.seat` -- a liveness transport seated in a transport's connection pool (the instrumentor's).
+- :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own.
 """
 
 from .http2 import AsyncH2Pool, AsyncH2Stream
 from .network import AsyncH2Wait, AsyncWakingBackend, AsyncWakingStream
-from .seat import AsyncPoolSeat
 from .stream import AsyncLivenessStream, AsyncPassThrough
 from .transport import AsyncLivenessMixin
 
@@ -21,7 +19,6 @@ __all__ = [
     "AsyncLivenessMixin",
     "AsyncLivenessStream",
     "AsyncPassThrough",
-    "AsyncPoolSeat",
     "AsyncWakingBackend",
     "AsyncWakingStream",
 ]

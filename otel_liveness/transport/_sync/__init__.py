@@ -5,13 +5,11 @@ do not edit.
 - :mod:`.transport` -- the request loop: one request's attempts, each command of the engine executed;
 - :mod:`.stream` -- the body the caller reads, judged read by read;
 - :mod:`.network` -- the network backend whose reads wake at the engine's hints;
-- :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own;
-- :mod:`.seat` -- a liveness transport seated in a transport's connection pool (the instrumentor's).
+- :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own.
 """
 
 from .http2 import SyncH2Pool, SyncH2Stream
 from .network import SyncH2Wait, SyncWakingBackend, SyncWakingStream
-from .seat import SyncPoolSeat
 from .stream import SyncLivenessStream, SyncPassThrough
 from .transport import SyncLivenessMixin
 
@@ -22,7 +20,6 @@ __all__ = [
     "SyncLivenessMixin",
     "SyncLivenessStream",
     "SyncPassThrough",
-    "SyncPoolSeat",
     "SyncWakingBackend",
     "SyncWakingStream",
 ]
