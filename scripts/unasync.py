@@ -43,6 +43,7 @@ SUBS = [
     (r"\b__anext__\b", "__next__"),
     (r"\bhandle_async_request\b", "handle_request"),
     (r"\baclose\b", "close"),
+    (r"\baread\b", "read"),
     (r"\bStopAsyncIteration\b", "StopIteration"),
     (r"\basync for\b", "for"),
     (r"\basync with\b", "with"),

@@ -658,12 +658,23 @@ def test_the_socket_read_timeout_is_ours_unless_the_callers_is_shorter() -> None
         engine.headers(0.1, 200, SSE)
         command = engine.timed_out(1.1, TimeoutError())
         assert isinstance(command, Sleep) and engine.report.attempts[0].retry_reason == "raw_silence"
-    # The caller's own, shorter timeout: its expiry is a broken read, not our verdict.
+    # The caller's own, shorter timeout: its expiry is the caller's verdict on the wait -- not ours,
+    # not retried (a retry would multiply the wait the caller bounded), raised as it came.
     engine, send = started(facts=RequestFacts(streaming=True, body_size=10, read_timeout=0.4))
     assert isinstance(send, Send) and send.read_timeout == 0.4
     engine.headers(0.1, 200, SSE)
-    assert isinstance(engine.timed_out(0.5, TimeoutError()), Sleep)
-    assert engine.report.attempts[0].retry_reason == "read_error"
+    timeout = TimeoutError()
+    command = engine.timed_out(0.5, timeout)
+    assert isinstance(command, Reraise) and command.exc is timeout and engine.ended
+    assert engine.report.stop_reason == "cancelled" and engine.report.cause == "caller_timeout"
+    assert engine.report.attempts[0].outcome == "cancelled" and engine.report.attempts[0].error_type == "caller_timeout"
+    # After content, the caller's timeout is a truncation (the driver raises it of the timeout's class).
+    engine, _ = started(facts=RequestFacts(streaming=True, body_size=10, read_timeout=0.4))
+    engine.headers(0.1, 200, SSE)
+    responded = engine.received(0.2, b"".join(REPLY[:3]))
+    assert isinstance(responded, Respond) and responded.first == b"".join(REPLY[:3])
+    command = engine.timed_out(0.7, timeout)
+    assert isinstance(command, Fail) and command.error is E.StreamTruncated and command.cause is timeout
     # Shadow mode sets no timeout at all: nothing may end a read early.
     _, send = started(POLICY.replace(shadow=True))
     assert isinstance(send, Send) and send.read_timeout is None

@@ -202,17 +202,27 @@ def test_sdk_call_span_is_the_parent_and_no_request_span_duplicates_it(provider,
     assert [t.split("-")[2] for t in sent] == [format(sdk_spans[0].context.span_id, "016x")] * 2
 
 
-def test_sdk_tracing_off_uses_the_transport_request_span(provider, tel) -> None:  # type: ignore[no-untyped-def]
+def test_sdk_tracing_off_leaves_the_spans_to_the_application(provider, tel) -> None:  # type: ignore[no-untyped-def]
+    # The anthropic SDK traces its own calls; with its tracing off (open_telemetry=False) the
+    # transport makes no span of its own for them -- unless the application has a span current,
+    # under which the attempts nest (never a request span beside an SDK's call). Metrics count either way.
     url = provider.add("sdk-off", [[s.Headers(), *anthropic_reply()]])
     transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[tel.hook])
     client = anthropic.Anthropic(base_url=url, api_key="sk-ant-x", max_retries=0, http_client=httpx2.Client(transport=transport),
                                  open_telemetry=False)
-    with client.messages.stream(model="claude-sim-1", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as st:
-        st.get_final_text()
+
+    def call() -> None:
+        with client.messages.stream(model="claude-sim-1", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as st:
+            st.get_final_text()
+
+    call()
+    assert tel.finished() == [] and tel.total("liveness.attempts") == 1
+    with tel.tracer_provider.get_tracer("app").start_as_current_span("app") as app:
+        call()
     client.close()
-    (request_span,) = [sp for sp in tel.finished() if sp.name == "chat claude-sim-1"]
     (attempt,) = tel.attempts()
-    assert attempt.parent.span_id == request_span.context.span_id
+    assert attempt.parent.span_id == app.get_span_context().span_id
+    assert [sp.name for sp in tel.finished()] == [attempt.name, "app"] and tel.total("liveness.attempts") == 2
 
 
 def test_thirty_minute_ping_only_stream_keeps_every_notice(tel) -> None:  # type: ignore[no-untyped-def]

@@ -243,7 +243,8 @@ class Engine:
                     self._to(_ENDED)
                     return cached
         self._emit(RequestStarted(self.report, facts.method, facts.host, facts.port, facts.path, facts.model,
-                                  dict(facts.carrier), facts.body_size, facts.propagate, self.policy.propagate_baggage))
+                                  dict(facts.carrier), facts.body_size, facts.propagate, self.policy.propagate_baggage,
+                                  facts.sdk_traced))
         return self._send(now)
 
     @_input
@@ -361,13 +362,14 @@ class Engine:
         if expired is None and self.enforce and attempt.socket_timeout_ours:
             clock = attempt.clock
             expired = clock.poll_terminal(now + TOLERANCE) or clock.wire_silence(now, attempt.committed)
-        if expired is None and self.enforce and not attempt.committed:
+        if (expired is None and self.enforce and not attempt.committed and not attempt.socket_timeout_ours
+                and self.facts.read_timeout is not None):
             # The caller's own read timeout, shorter than our bound: the caller's verdict on the
             # wait, not the provider's failure -- not retried (that would multiply the wait the
             # caller bounded); the request ends as the caller ended it, the timeout raised as it came.
             self._conclude(now, AttemptOutcome.CANCELLED, "caller_timeout", StopReason.CANCELLED, "caller_timeout")
             return Reraise(exc)
-        if expired is None:  # after content (a truncation, of the caller's timeout's class), or shadow mode
+        if expired is None:  # a broken read (a truncation after content, of the timeout's class), or shadow mode
             return self.io_error(now, IOFailure.READ, exc)
         return self._expire(now, expired, exc)
 
@@ -604,6 +606,10 @@ class Engine:
             if exc is not None:
                 return Reraise(exc)
             return COMPLETE  # the body ended as it came (EOF): reported as observed
+        if status_response and self.facts.statuses_above:
+            # An SDK component above recovers from this status itself: it is its to act on, at once.
+            self._conclude(now, attempt_outcome(failure), R.error_type(failure), StopReason.DEFERRED, failure.cause)
+            return self._respond(passthrough=True)
         decision = decide(self.retry_state, failure, self.policy, wall_now=self.wall_now(), jitter=self.jitter())
         problem = None
         if isinstance(decision, Retry) and self.body_replayable is not None:

@@ -72,6 +72,9 @@ class RequestStarted:
     #: the request carries some, or its SDK propagates by its own option (``RequestFacts.propagate``).
     propagate: bool = True
     baggage: bool = False  # ... and whether that may include the application's baggage (``Policy.propagate_baggage``)
+    #: The request's SDK traces its own calls (``RequestFacts.sdk_traced``): attempt spans nest under
+    #: its call span, and there are none when no span is current (its tracing is off).
+    sdk_traced: bool = False
 
 
 @dataclass(frozen=True, slots=True)

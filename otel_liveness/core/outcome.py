@@ -93,6 +93,7 @@ class StopReason(StrEnum):
     MALFORMED = "malformed"
     REDIRECTED = "redirected"
     NOT_REPLAYABLE = "not_replayable"  # a retry was due, but the request body could not be sent again
+    DEFERRED = "deferred"  # an error status passed up at once: an SDK component above recovers from it itself
 
 
 class RetryReason(StrEnum):

@@ -47,10 +47,18 @@ class RequestFacts:
     carrier: Mapping[str, str] = field(default_factory=dict)  # trace-context headers only
     read_timeout: float | None = None  # the caller's own socket read timeout
     sdk_retry: bool = False  # a retry by an SDK above the transport (x-stainless-retry-count > 0)
+    #: The request comes from an SDK that traces its own calls and propagates their context as its
+    #: own options say (:func:`propagates_itself`: the anthropic SDK).
+    sdk_traced: bool = False
     #: Whether the transport may add trace context to the request's attempts: not when the request
-    #: carries some already, nor when it comes from an SDK that propagates as its own option says
-    #: (:func:`propagates_itself`) -- what the layer above sent, or chose not to send, stands.
+    #: carries some already, nor when its SDK traces its calls (``sdk_traced``) -- what the layer
+    #: above sent, or chose not to send, stands.
     propagate: bool = True
+    #: An SDK component above recovers from error statuses itself (the anthropic SDK's refusal
+    #: fallback middleware, which tags its requests ``x-stainless-helper: fallback-refusal-middleware``:
+    #: it moves a failed hop on, or re-sends a capacity-failed fast one without ``speed``); the
+    #: transport passes such a status up at once rather than spend attempts first.
+    statuses_above: bool = False
     key: RequestKey | str | None = None  # identity for the exhausted-request cache (method, URL, body, auth digest)
 
     @classmethod
@@ -84,6 +92,7 @@ class RequestFacts:
         streaming = stream_path or stream or "text/event-stream" in headers.get("accept", "")
         retry_count = headers.get("x-stainless-retry-count", "0")
         carrier = {k: headers[k] for k in TRACE_HEADERS if k in headers}
+        sdk_traced = propagates_itself(headers.get("user-agent", ""))
         return cls(
             method=method,
             host=host,
@@ -96,12 +105,15 @@ class RequestFacts:
             carrier=carrier,
             read_timeout=read_timeout,
             sdk_retry=retry_count not in ("", "0"),
-            propagate=not carrier and not propagates_itself(headers.get("user-agent", "")),
+            sdk_traced=sdk_traced,
+            propagate=not carrier and not sdk_traced,
+            statuses_above=_FALLBACK_MIDDLEWARE in headers.get("x-stainless-helper", ""),
             key=RequestKey(method, url, body, auth_identity(headers)) if body is not None else None,
         )
 
 
 _MEMBERS = (b"model", b"stream")
+_FALLBACK_MIDDLEWARE = "fallback-refusal-middleware"
 
 #: The anthropic SDK's clients (``Anthropic``, ``AsyncAnthropic``, ``AnthropicBedrock``,
 #: ``AnthropicVertex``...) name themselves and their version in the user agent.

@@ -91,6 +91,7 @@ class _RequestState:
         "propagate",
         "request_span",
         "size_bucket",
+        "spanless",
     )
 
     def __init__(self) -> None:
@@ -107,6 +108,7 @@ class _RequestState:
         self.mode = "enforce"
         self.size_bucket = "unknown"
         self.dormant = False
+        self.spanless = False  # metrics and logs, no span: the request's SDK traces its calls, and had no span
         #: The headers attempts may carry: none, the trace context, or it and the baggage.
         self.propagate: tuple[bool, bool] = (True, False)
 
@@ -262,6 +264,12 @@ class TelemetryHook:
             state.base[S.SERVER_PORT] = event.port
         if model:
             state.base[S.GEN_AI_REQUEST_MODEL] = model
+        if event.sdk_traced and state.parent is None:
+            # The SDK traces its own calls (the anthropic SDK's call span, current while it sends):
+            # attempts nest under it, with no request span of ours beside it. With no span current
+            # (its tracing off, and no application span), the transport makes none either.
+            state.parent = otel_context.get_current()
+            state.spanless = not trace.get_current_span(state.parent).get_span_context().is_valid
         if state.parent is None:
             state.request_span = self._tracer.start_span(
                 f"{operation} {model}".strip(), kind=SpanKind.CLIENT,
@@ -272,10 +280,14 @@ class TelemetryHook:
     def _attempt_started(self, event: AttemptStarted) -> None:
         state = self._state(event.report)
         if state.dormant:
-            # The trace context a non-recording attempt span would carry: its parent's.
-            _inject(state, event.inject, trace.get_current_span(state.parent))
+            # The trace context a non-recording attempt span would carry: its parent's (nothing of
+            # the trace API is called when the request's trace context is not the transport's to add).
+            if state.propagate[0]:
+                _inject(state, event.inject, trace.get_current_span(state.parent))
             return
         state.heartbeat_events = state.heartbeats_coalesced = state.notice_events = state.notices_coalesced = 0
+        if state.spanless:
+            return
         span = self._tracer.start_span(
             f"{state.base.get(S.HTTP_REQUEST_METHOD, 'POST')} {event.report.provider_name or event.report.provider}",
             context=state.parent,

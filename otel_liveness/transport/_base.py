@@ -131,7 +131,10 @@ class TransportBase:
     def _attempt_request(self, request: Any, send: Send) -> Any:
         """The caller's request as this attempt sends it: its headers and body untouched, plus
         the headers hooks add (trace context) and, when the engine sets one, the socket read
-        timeout (httpcore applies ``extensions["timeout"]["read"]`` to every read)."""
+        timeout (httpcore applies ``extensions["timeout"]["read"]`` to every read) -- in a copy:
+        the caller's own object, and the timeout it reads back in its error messages, stay as they were."""
+        if send.read_timeout is None and not send.headers:
+            return request  # nothing to change: the caller's request itself (what a mock below sees is it)
         extensions = request.extensions
         if send.read_timeout is not None:
             timeouts = dict(extensions.get("timeout") or {})

@@ -75,7 +75,13 @@ class AsyncLivenessMixin(TransportBase):
                     await backend.sleep(command.seconds)
                     command = engine.slept(clock())
                 elif type(command) is Respond:
-                    return self._response(request, engine, response, iterator, command)
+                    assert response is not None  # Respond comes after the headers
+                    result = self._response(request, engine, response, iterator, command)
+                    if response.is_closed:
+                        # The inner transport gave a body it had read whole (a response made from
+                        # bytes, a mock, a middleware's): ours is read whole too, as it would be.
+                        await result.aread()
+                    return result
                 else:
                     raise error_for(self._family, request, command)
         except BaseException as exc:
