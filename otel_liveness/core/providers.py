@@ -610,6 +610,21 @@ def streams_by_url(path: str, query: str = "") -> bool:
     return path.rstrip("/").endswith(_STREAM_SUFFIXES) or "alt=sse" in query
 
 
+#: The endpoints that generate: a request to one of them is judged whatever its body says.
+_GENERATION_SUFFIXES = ("/messages", "/chat/completions", "/completions", "/responses", ":generateContent",
+                        ":streamGenerateContent", ":rawPredict", ":streamRawPredict", "/invoke",
+                        "/invoke-with-response-stream", "/converse", "/converse-stream")
+
+
+def generation_path(path: str) -> bool:
+    """Whether ``path`` is a generation endpoint of a wire the profiles know (Anthropic Messages,
+    OpenAI Chat Completions and Responses, Gemini, Vertex, Bedrock). A request to any other path
+    is judged only when its JSON body names a model (a gateway's own generation endpoint) or the
+    policy names the wire: the event streams of a provider's other APIs (sessions, environments)
+    are not model replies and pass through untouched."""
+    return path.rstrip("/").endswith(_GENERATION_SUFFIXES)
+
+
 def select_provider(host: str, path: str) -> str:
     """Choose a wire format from the request's host and path (override with ``Policy.provider``;
     a response's content type can still switch a generic choice to the event stream)."""

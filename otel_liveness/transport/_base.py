@@ -18,7 +18,7 @@ from ..core.events import Event, Hook, SendsInContext
 from ..core.hosts import HostMatcher
 from ..core.memory import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
-from ..core.providers import select_provider, streams_by_url
+from ..core.providers import generation_path, select_provider, streams_by_url
 from ..core.request import RequestFacts
 from ._body import replay_body
 from ._family import Family
@@ -97,8 +97,11 @@ class TransportBase:
     def _applies(self, request: Any) -> bool:
         return self._hosts is None or request.url.host in self._hosts
 
-    def _engine(self, request: Any, now: float) -> Engine:
-        """The engine of one request, with the policy in force for this call."""
+    def _engine(self, request: Any, now: float) -> Engine | None:
+        """The engine of one request, with the policy in force for this call -- or ``None`` for a
+        request that is not a model's generation (:func:`~otel_liveness.core.providers.generation_path`:
+        not a generation endpoint, no model named in its body, no wire named by the policy),
+        which passes through untouched."""
         policy = current_policy(self._policy)
         url = request.url
         try:
@@ -112,6 +115,8 @@ class TransportBase:
             method=request.method, url=str(url), host=url.host, port=url.port, path=url.path, headers=headers,
             body=body, read_timeout=timeout, stream_path=streams_by_url(url.path, query),
         )
+        if policy.provider is None and facts.model is None and not generation_path(url.path):
+            return None
         hooks: list[Hook] = [*self._hooks, *_context_hooks(request)]
         if policy.capture_dir:
             hooks.append(FlightRecorder(policy.capture_dir, policy))

@@ -40,6 +40,8 @@ class AsyncLivenessMixin(TransportBase):
         backend = self._backend
         clock = backend.now
         engine = self._engine(request, clock())
+        if engine is None:
+            return await self._inner.handle_async_request(request)  # not a generation: untouched
         command: Any = engine.start(clock())
         self._answered_from_memory(engine)
         response = iterator = None

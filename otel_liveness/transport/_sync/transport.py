@@ -41,6 +41,8 @@ class SyncLivenessMixin(TransportBase):
         backend = self._backend
         clock = backend.now
         engine = self._engine(request, clock())
+        if engine is None:
+            return self._inner.handle_request(request)  # not a generation: untouched
         command: Any = engine.start(clock())
         self._answered_from_memory(engine)
         response = iterator = None
