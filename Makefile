@@ -75,7 +75,7 @@ lint: install
 CHECK_TESTS ?= tests/test_engine.py tests/test_clocks.py tests/test_retry.py tests/test_sse.py \
 	tests/test_policy.py tests/test_providers.py tests/test_core_purity.py tests/test_anthropic.py \
 	tests/test_eventstream.py tests/test_bulk.py tests/test_retained.py tests/test_composition_engine.py \
-	tests/test_exported_members.py tests/test_docs.py tests/test_framing.py
+	tests/test_exported_members.py tests/test_docs.py tests/test_framing.py tests/test_budget.py
 check: lint
 	$(BIN)/python -m pytest -q --io-free $(CHECK_TESTS) $(PYTEST_ARGS)
 

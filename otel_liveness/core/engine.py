@@ -49,6 +49,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from . import errors as E
 from . import report as R
 from .attempt import HOLD_VERBATIM_BYTES, JSON_PROBE_BYTES, Attempt
+from .budget import HostBudget, RetryBudgets
 from .clocks import (
     NO_HINTS,
     TOLERANCE,
@@ -64,17 +65,30 @@ from .events import (
     AttemptStarted,
     Hook,
     RequestStarted,
+    RetryDenied,
     RetryScheduled,
     SemanticNotice,
     Verdict,
 )
 from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
-from .outcome import AttemptOutcome, Completion, NoticeKind, RequestReport, StopReason
+from .outcome import AttemptOutcome, Completion, DelaySource, NoticeKind, RequestReport, StopReason
 from .policy import Policy
 from .providers import PROFILES, profile_for, semconv_provider
 from .request import RequestFacts
-from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, attempt_outcome, decide
+from .retry import (
+    Decision,
+    Failure,
+    FailureKind,
+    GiveUp,
+    Reject,
+    Retry,
+    RetryState,
+    attempt_outcome,
+    decide,
+    failure_reason,
+    throttling,
+)
 from .state import INPUTS, TRANSITIONS, State
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
@@ -145,6 +159,7 @@ class Engine:
         cadence: CadenceMemory | None = None,
         body_replayable: Callable[[], str | None] | None = None,
         lock: AbstractContextManager[object] | None = None,
+        budgets: RetryBudgets | None = None,
     ) -> None:
         #: Held by every input method; re-entrant (``timed_out`` answers through ``io_error``). The
         #: drivers pass a ``threading.RLock``; the default is for single-threaded use.
@@ -160,6 +175,11 @@ class Engine:
         #: a stream the driver kept whole), else why not (``over_bound``); ``None``: always.
         self.body_replayable = body_replayable
         self.enforce = not policy.shadow
+        #: The request's host's retry budget (shadow mode retries nothing: none).
+        rule = policy.budget_rule()
+        self.budget: HostBudget | None = (
+            budgets.for_host(facts.host, rule, now, semconv_provider(provider, facts.host))
+            if budgets is not None and rule is not None and self.enforce else None)
         self.start_time = now
         self.wall_deadline = now + policy.wall_timeout if policy.wall_timeout is not None else None
         self.state = _IDLE
@@ -611,6 +631,8 @@ class Engine:
             self._conclude(now, attempt_outcome(failure), R.error_type(failure), StopReason.DEFERRED, failure.cause)
             return self._respond(passthrough=True)
         decision = decide(self.retry_state, failure, self.policy, wall_now=self.wall_now(), jitter=self.jitter())
+        if self.budget is not None and not failure.committed and failure_reason(failure) is not None:
+            decision = self._budgeted(now, attempt, failure, decision)
         problem = None
         if isinstance(decision, Retry) and self.body_replayable is not None:
             problem = self.body_replayable()
@@ -643,6 +665,27 @@ class Engine:
             return R.truncation(attempt, failure, len(self.report.attempts), exc)
         self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
         return self._remember(now, R.provider_error(failure, decision, len(self.report.attempts), exc))
+
+    def _budgeted(self, now: float, attempt: Attempt, failure: Failure, decision: Decision) -> Decision:
+        """The host's retry budget on a failure before content that the table retries
+        (:mod:`.budget`): the failure spends a token, a throttling answer pauses the host's
+        retries, and a retry goes only while the budget allows -- after the host's pause, when
+        that is longer; otherwise the request ends as it would at exhaustion (``retry_budget``)."""
+        budget = self.budget
+        assert budget is not None
+        budget.failed(now)
+        if throttling(failure):
+            told = decision.delay if isinstance(decision, Retry) and decision.source is not DelaySource.BACKOFF else None
+            budget.throttled(now, told)
+        if not isinstance(decision, Retry):
+            return decision
+        if not budget.grant(now):
+            self._emit(RetryDenied(self.report, attempt.index, self.since(now), decision.reason, budget.fill(now)))
+            return GiveUp(decision.reason, decision.rate_limited, budget=True)
+        wait = budget.wait(now)
+        if wait > decision.delay:
+            return Retry(wait, decision.reason, DelaySource.HOST_PAUSE, decision.rate_limited)
+        return decision
 
     def _retry(self, now: float, attempt: Attempt, failure: Failure, decision: Retry) -> Command:
         record = attempt.record
@@ -706,6 +749,8 @@ class Engine:
     # -- the ending sequence (:mod:`.report` runs it) --------------------------------------------
 
     def _complete(self, now: float) -> None:
+        if self.budget is not None:
+            self.budget.answered(now)
         self._conclude(now, AttemptOutcome.COMPLETED, None, StopReason.COMPLETED, None)
 
     def _conclude_failure(self, now: float, failure: Failure) -> None:

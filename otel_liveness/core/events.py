@@ -38,6 +38,7 @@ __all__ = [
     "Hook",
     "RequestEnded",
     "RequestStarted",
+    "RetryDenied",
     "RetryScheduled",
     "SemanticNotice",
     "SendsInContext",
@@ -140,6 +141,18 @@ class RetryScheduled:
 
 
 @dataclass(frozen=True, slots=True)
+class RetryDenied:
+    """A retry was due, but the host's retry budget is spent (:mod:`.budget`): the request ends
+    with the error it would have ended with at exhaustion, stop reason ``retry_budget``."""
+
+    report: RequestReport
+    attempt: int  # the attempt that failed
+    at: float
+    reason: RetryReason
+    fill: float  # the budget's level as a fraction of its capacity (retries stop at or below 0.5)
+
+
+@dataclass(frozen=True, slots=True)
 class AttemptEnded:
     report: RequestReport
     record: AttemptRecord
@@ -156,7 +169,8 @@ class RequestEnded:
 
 
 Event = (
-    RequestStarted | AttemptStarted | Heartbeats | SemanticNotice | Verdict | RetryScheduled | AttemptEnded | RequestEnded
+    RequestStarted | AttemptStarted | Heartbeats | SemanticNotice | Verdict | RetryScheduled | RetryDenied | AttemptEnded
+    | RequestEnded
 )
 
 

@@ -94,6 +94,7 @@ class StopReason(StrEnum):
     REDIRECTED = "redirected"
     NOT_REPLAYABLE = "not_replayable"  # a retry was due, but the request body could not be sent again
     DEFERRED = "deferred"  # an error status passed up at once: an SDK component above recovers from it itself
+    RETRY_BUDGET = "retry_budget"  # a retry was due, but the host's retry budget is spent (core/budget.py)
 
 
 class RetryReason(StrEnum):
@@ -121,6 +122,7 @@ class DelaySource(StrEnum):
     RETRY_AFTER = "retry_after"
     RETRY_AFTER_DATE = "retry_after_date"
     BACKOFF = "backoff"
+    HOST_PAUSE = "host_pause"  # the host's shared pause after a throttling answer (core/budget.py) was longer
 
 
 @dataclass

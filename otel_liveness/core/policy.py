@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Protocol
 
+from .budget import BudgetRule
 from .errors import InvalidPolicy
 
 __all__ = ["DEFAULT_RAW_IDLE_TIMEOUT", "Policy", "seconds"]
@@ -46,6 +47,7 @@ def seconds(value: Duration | None, name: str, *, allow_none: bool = True) -> fl
 
 
 _DURATIONS = (
+    "retry_budget_window",
     "raw_idle_timeout",
     "raw_idle_timeout_no_keepalive",
     "raw_idle_timeout_non_streaming",
@@ -60,7 +62,7 @@ _DURATIONS = (
     "first_byte_max",
     "raw_idle_floor",
 )
-_REQUIRED = {"max_retry_after", "backoff_initial", "backoff_max", "first_byte_base", "first_byte_per_mib",
+_REQUIRED = {"retry_budget_window", "max_retry_after", "backoff_initial", "backoff_max", "first_byte_base", "first_byte_per_mib",
              "first_byte_max", "raw_idle_floor"}
 
 
@@ -98,6 +100,10 @@ class Policy:
     - ``max_rate_limit_attempts``: the patient tier's own budget of 429 responses.
     - ``max_retry_after``: cap on a server-supplied delay (Anthropic's SDK honours up to 60 s).
     - ``backoff_initial`` / ``backoff_max``: ``min(initial·2ⁿ, max) × (1 − 0.25·jitter)``.
+    - ``retry_budget`` / ``retry_budget_ratio`` / ``retry_budget_window``: the provider host's
+      retry budget, shared by every transport of the process (:mod:`.budget`): ``retry_budget``
+      tokens (``None``: no budget), one spent by each failure before content, ``ratio`` given back
+      by each answer, refilled in ``window`` seconds while the host answers; retries stop at half.
 
     Other: ``provider`` forces a wire format instead of choosing by host/path; ``shadow`` observes
     and reports every verdict but enforces nothing; ``max_frame_bytes`` bounds one SSE frame
@@ -149,6 +155,9 @@ class Policy:
     capture_max_bytes: int = 256 * 1024 * 1024
     mark_exhausted_responses: bool = True
     propagate_baggage: bool = False
+    retry_budget: float | None = 10.0
+    retry_budget_ratio: float = 0.1
+    retry_budget_window: float = 10.0
 
     def __post_init__(self) -> None:
         if self.first_byte_timeout != "auto":
@@ -164,6 +173,15 @@ class Policy:
         value = self.max_replay_body_bytes
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidPolicy("max_replay_body_bytes", f"must be an integer >= 0, got {value!r}")
+        if self.retry_budget is not None:
+            budget = self.retry_budget
+            if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not math.isfinite(budget) or budget < 1:
+                raise InvalidPolicy("retry_budget", f"must be a number of tokens >= 1 (or None: no budget), got {budget!r}")
+            object.__setattr__(self, "retry_budget", float(budget))
+        ratio = self.retry_budget_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= ratio <= 1.0:
+            raise InvalidPolicy("retry_budget_ratio", f"must be a fraction in [0, 1], got {ratio!r}")
+        object.__setattr__(self, "retry_budget_ratio", float(ratio))
         if self.backoff_max < self.backoff_initial:
             raise InvalidPolicy("backoff_max", "must be >= backoff_initial")
         if (
@@ -207,6 +225,13 @@ class Policy:
             return bound if raw_bound is None else max(bound, raw_bound)
         return float(configured)
 
+    def budget_rule(self) -> BudgetRule | None:
+        """The retry budget's rule (``None``: no budget)."""
+        if self.retry_budget is None:
+            return None
+        return BudgetRule(self.retry_budget, self.retry_budget_ratio, self.retry_budget_window, self.backoff_initial,
+                          self.max_retry_after)
+
     def replace(self, **changes: Any) -> Policy:
         """A copy with ``changes`` applied (validated)."""
         return replace(self, **changes)
@@ -248,13 +273,13 @@ def _parse_env(key: str, name: str, raw: str) -> Any:
         return None if lowered in ("", "none", "auto") else raw
     if name == "capture_mode":
         return lowered
-    if name == "capture_sample":
+    if name in ("capture_sample", "retry_budget_ratio"):
         try:
             return float(raw)
         except ValueError:
             raise InvalidPolicy(key, f"expected a fraction in [0, 1], got {raw!r}") from None
     if lowered in ("none", "off", ""):
-        if name in _REQUIRED or name.startswith("max_") or name == "capture_max_bytes":
+        if name in _REQUIRED or name.startswith(("max_", "retry_budget_")) or name == "capture_max_bytes":
             raise InvalidPolicy(key, "cannot be switched off")
         return None
     try:

@@ -166,6 +166,8 @@ def observed_stop(failure: Failure) -> StopReason:
 def stop_reason(decision: Decision) -> StopReason:
     """Why a request whose last failure got ``decision`` (not a retry) stopped."""
     if isinstance(decision, GiveUp):
+        if decision.budget:
+            return StopReason.RETRY_BUDGET
         return StopReason.RATE_LIMITED if decision.rate_limited else StopReason.EXHAUSTED
     if isinstance(decision, Reject):
         return StopReason.REJECTED
@@ -194,10 +196,11 @@ def provider_error(failure: Failure, decision: GiveUp | Reject, attempts: int, e
     library's exception the last attempt ended in, if any (its class and the chain are kept)."""
     rate_limited = isinstance(decision, GiveUp) and decision.rate_limited
     verb = "failed" if isinstance(decision, GiveUp) else "rejected the request"
+    denied = "; a retry was due but the host's retry budget is spent" if isinstance(decision, GiveUp) and decision.budget else ""
     return Fail(
         E.RateLimited if rate_limited else E.ProviderError,
         failure.kind.value,
-        (f"provider {verb} after {_plural(attempts)}; last cause: {failure.cause}",),
+        (f"provider {verb} after {_plural(attempts)}{denied}; last cause: {failure.cause}",),
         {"attempts": attempts, "last_cause": failure.cause, "status": failure.status,
          "error_type": failure.error_type},
         exc,

@@ -60,6 +60,7 @@ __all__ = [
     "decide",
     "failure_reason",
     "retry_after",
+    "throttling",
 ]
 
 
@@ -110,6 +111,7 @@ class Retry:
 class GiveUp:
     reason: RetryReason
     rate_limited: bool = False
+    budget: bool = False  # a retry was due, but the host's retry budget denied it
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +218,14 @@ _KIND_OUTCOME = {
     FailureKind.EOF: AttemptOutcome.PROVIDER_ERROR,
     FailureKind.STATUS: AttemptOutcome.PROVIDER_ERROR,
 }
+
+
+def throttling(failure: Failure) -> bool:
+    """Whether ``failure`` is the provider asking the host's callers to slow down: a 429, 503 or
+    529, or an in-band rate-limit or overloaded error."""
+    if failure.kind is FailureKind.STATUS:
+        return failure.status in (429, 503, 529)
+    return failure_reason(failure) in (RetryReason.RATE_LIMITED, RetryReason.OVERLOADED)
 
 
 def attempt_outcome(failure: Failure) -> AttemptOutcome:

@@ -24,12 +24,14 @@ from ..core.events import (
     Heartbeats,
     RequestEnded,
     RequestStarted,
+    RetryDenied,
     RetryScheduled,
     SemanticNotice,
     Verdict,
 )
 from ..core.outcome import AttemptOutcome, NoticeKind, RequestReport, StopReason
 from ..core.request import size_bucket
+from ..transport._base import retry_budget_fills
 from ..transport._recorder import recorder_stats
 from . import semconv as S
 
@@ -73,6 +75,15 @@ def _recorder_drops(options: Any) -> Iterable[metrics.Observation]:
     stats = recorder_stats()
     return [metrics.Observation(n, {S.RECORDER_REASON: reason}) for reason, n in stats.dropped.items()
             if n or stats.active]
+
+
+def _retry_budget_fills(options: Any) -> Iterable[metrics.Observation]:
+    """``liveness.retry_budget.fill``: each provider's retry budget in this process (the lowest of
+    its hosts'), as a fraction of its capacity -- none until a request made one."""
+    import time
+
+    return [metrics.Observation(fill, {S.GEN_AI_PROVIDER_NAME: label})
+            for label, fill in retry_budget_fills(time.monotonic()).items()]
 
 
 class _RequestState:
@@ -184,6 +195,7 @@ class TelemetryHook:
         self._notices = counter(S.M_NOTICES)
         self._retries = counter(S.M_RETRIES)
         self._truncations = counter(S.M_TRUNCATIONS)
+        self._denied = counter(S.M_RETRIES_DENIED)
         self._wall_stops = counter(S.M_WALL_STOPS)
         self._attempt_duration = histogram(S.M_ATTEMPT_DURATION)
         self._ttfb = histogram(S.M_TTFB)
@@ -196,6 +208,8 @@ class TelemetryHook:
         # same meter gets the same instrument back, whose callback reads the same process totals).
         meter.create_observable_counter(S.M_RECORDER_DROPS[0], callbacks=[_recorder_drops], unit=S.M_RECORDER_DROPS[1],
                                         description=S.M_RECORDER_DROPS[2])
+        meter.create_observable_gauge(S.M_RETRY_BUDGET[0], callbacks=[_retry_budget_fills], unit=S.M_RETRY_BUDGET[1],
+                                      description=S.M_RETRY_BUDGET[2])
         self._dispatch: dict[type, Callable[[Any], None]] = {
             RequestStarted: self._request_started,
             AttemptStarted: self._attempt_started,
@@ -203,6 +217,7 @@ class TelemetryHook:
             SemanticNotice: self._notice,
             Verdict: self._verdict,
             RetryScheduled: self._retry,
+            RetryDenied: self._retry_denied,
             AttemptEnded: self._attempt_ended,
             RequestEnded: self._request_ended,
         }
@@ -371,6 +386,20 @@ class TelemetryHook:
             _log(state, logging.INFO, {**event_attrs, **state.metric_base},
                  "provider attempt %d failed (%s); retrying in %.2fs", event.attempt + 1, event.reason.value, event.delay)
 
+    def _retry_denied(self, event: RetryDenied) -> None:
+        state = self._state(event.report)
+        attrs = {**state.metric_base, S.RETRY_REASON: event.reason.value}
+        if not state.dormant:
+            self._denied.add(1, attrs)
+        event_attrs = {S.EVENT_KIND: S.EVENT_KINDS[S.EVENT_RETRY_DENIED], S.RETRY_REASON: event.reason.value,
+                       S.RETRY_BUDGET_FILL: round(event.fill, 3)}
+        if state.attempt_span is not None:
+            state.attempt_span.add_event(S.EVENT_RETRY_DENIED, event_attrs)
+        if self._logs:  # INFO: a WARNING follows with the request's end
+            _log(state, logging.INFO, {**event_attrs, **state.metric_base},
+                 "provider attempt %d failed (%s); retry denied: the host's retry budget is spent (%.0f%% full)",
+                 event.attempt + 1, event.reason.value, 100 * event.fill)
+
     def _attempt_ended(self, event: AttemptEnded) -> None:
         state = self._state(event.report)
         if state.dormant:
@@ -474,7 +503,7 @@ class TelemetryHook:
             if stop is StopReason.WALL_BUDGET:
                 self._wall_stops.add(1, state.metric_base)
         # WARNING, not ERROR: the application gets a typed exception for each and decides.
-        if self._logs and stop in (StopReason.EXHAUSTED, StopReason.RATE_LIMITED):
+        if self._logs and stop in (StopReason.EXHAUSTED, StopReason.RATE_LIMITED, StopReason.RETRY_BUDGET):
             _log(state, logging.WARNING, {**attrs, "liveness.attempts": len(report.attempts)},
                  "provider failed after %d attempts (%s)", len(report.attempts), report.cause)
         elif self._logs and stop is StopReason.NOT_REPLAYABLE:

@@ -65,6 +65,7 @@ COMMITTED: Final = "liveness.committed"
 ENFORCED: Final = "liveness.enforced"  # false in shadow mode
 WALL_BUDGET: Final = "liveness.wall_budget"  # s, the configured budget
 MODE: Final = "liveness.mode"  # "enforce" | "shadow"
+RETRY_BUDGET_FILL: Final = "liveness.retry_budget.fill"  # the host's budget as a fraction of its capacity
 WIRE: Final = "liveness.wire"  # the wire profile: anthropic, vertex, bedrock, bedrock-converse, openai-chat, ...
 
 # -- span event names and their liveness.event.kind values (closed set) ------------------------------
@@ -78,6 +79,7 @@ EVENT_ERROR: Final = "liveness.provider_error"
 EVENT_TRUNCATION: Final = "liveness.truncation"
 EVENT_WALL_BUDGET: Final = "liveness.wall_budget"
 EVENT_CANCELLED: Final = "liveness.cancelled"
+EVENT_RETRY_DENIED: Final = "liveness.retry_denied"  # a retry was due; the host's retry budget refused it
 EVENT_KINDS: Final = {
     EVENT_HEARTBEAT: "heartbeat",
     EVENT_NOTICE: "semantic_notice",
@@ -89,6 +91,7 @@ EVENT_KINDS: Final = {
     EVENT_TRUNCATION: "truncation",
     EVENT_WALL_BUDGET: "wall_budget",
     EVENT_CANCELLED: "cancelled",
+    EVENT_RETRY_DENIED: "retry_denied",
 }
 
 #: The SDK keeps 128 events per span and evicts the oldest. Heartbeat events are capped well below
@@ -103,6 +106,10 @@ M_HEARTBEATS: Final = ("liveness.heartbeats", "{heartbeat}", "Keep-alive frames 
 M_NOTICES: Final = ("liveness.semantic_notices", "{notice}",
                     "Notices of waiting without content, by kind (prefill: no body byte yet; semantic: thinking)")
 M_RETRIES: Final = ("liveness.retries", "{retry}", "Retries scheduled inside the transport, by reason")
+M_RETRIES_DENIED: Final = ("liveness.retries.denied", "{retry}",
+                            "Retries that were due but the provider host's retry budget refused, by reason")
+M_RETRY_BUDGET: Final = ("liveness.retry_budget.fill", "1",
+                         "The provider host's retry budget as a fraction of its capacity: retries stop at or below 0.5")
 M_TRUNCATIONS: Final = ("liveness.truncations", "{truncation}", "Replies truncated after content was released")
 M_WALL_STOPS: Final = ("liveness.wall_budget_stops", "{stop}", "Requests stopped by their wall-clock budget")
 M_ATTEMPT_DURATION: Final = ("liveness.attempt.duration", "s", "Duration of one provider attempt")
@@ -137,6 +144,8 @@ PROMETHEUS: Final = {
     "heartbeats": "liveness_heartbeats_total",
     "notices": "liveness_semantic_notices_total",
     "retries": "liveness_retries_total",
+    "retries_denied": "liveness_retries_denied_total",
+    "retry_budget": "liveness_retry_budget_fill_ratio",
     "truncations": "liveness_truncations_total",
     "wall_stops": "liveness_wall_budget_stops_total",
     "attempt_duration": "liveness_attempt_duration_seconds",

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..core.budget import RetryBudgets
 from ..core.commands import Command, Fail, Reraise, Respond, Send
 from ..core.engine import Engine, IOFailure
 from ..core.events import Event, Hook, SendsInContext
@@ -25,10 +26,13 @@ from ._family import Family
 from ._overrides import current_policy
 from ._recorder import FlightRecorder
 
-__all__ = ["TransportBase", "error_for", "header_dict", "io_failed", "log_hook_error"]
+__all__ = ["BUDGETS", "TransportBase", "error_for", "header_dict", "io_failed", "log_hook_error", "retry_budget_fills"]
 
 log = logging.getLogger("otel_liveness")
 _NO_CONTEXT = contextlib.nullcontext()  # reusable: it holds nothing
+#: The process's retry budgets, one per provider host, shared by every transport and thread
+#: (core/budget.py): what a fleet of agents in this process takes from a provider that is down.
+BUDGETS = RetryBudgets(lock=threading.Lock(), budget_lock=threading.Lock)
 
 
 class TransportBase:
@@ -131,6 +135,7 @@ class TransportBase:
             hooks=hooks, on_hook_error=log_hook_error, wall_now=time.time, jitter=random.random,
             exhausted=self._exhausted, cadence=self._cadence, body_replayable=replay.problem if replay else None,
             lock=threading.RLock(),  # a sync body may be closed from another thread while it is read
+            budgets=BUDGETS,
         )
 
     def _attempt_request(self, request: Any, send: Send) -> Any:
@@ -246,3 +251,14 @@ def log_hook_error(hook: Callable[[Event], None], exc: Exception) -> None:
                     count, exc_info=exc)
     else:
         log.debug("otel-liveness: hook %r raised %s", hook, type(exc).__name__)
+
+
+def retry_budget_fills(now: float) -> dict[str, float]:
+    """The process's retry budgets by provider (``gen_ai.provider.name``): the lowest fill of its
+    hosts' budgets, as a fraction of their capacity (for the ``liveness.retry_budget.fill`` gauge)."""
+    fills: dict[str, float] = {}
+    for _, budget in BUDGETS.items():
+        fill = budget.fill(now)
+        label = budget.label or "_OTHER"
+        fills[label] = min(fill, fills.get(label, fill))
+    return fills
