@@ -19,7 +19,8 @@ from otel_liveness.testing.scripts import anthropic_error, sse_event
 RULE = BudgetRule(capacity=10.0, ratio=0.1, window=10.0, pause_initial=0.5, pause_max=60.0)
 SSE = {"content-type": "text/event-stream"}
 START = sse_event("message_start", {"type": "message_start", "message": {"id": "m", "model": "m"}})
-BLOCK = sse_event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+BLOCK = sse_event("content_block_start", {"type": "content_block_start", "index": 0,
+                                          "content_block": {"type": "text", "text": ""}})
 END = sse_event("message_stop", {"type": "message_stop"})
 POLICY = Policy(raw_idle_timeout=1.0, first_byte_timeout=None, semantic_notice_interval=None, backoff_initial=0.01,
                 backoff_max=0.02, max_retry_after=5.0)
