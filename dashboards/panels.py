@@ -116,6 +116,18 @@ PANELS: tuple[PanelSpec, ...] = (
         unit="s", row="Retries", key="retry_delay",
     ),
     PanelSpec(
+        "Retries shed by the retry budget", "timeseries",
+        (Query(f"sum by (liveness_retry_reason) (rate(liveness_retries_denied_total{{{SEL}}}[{RI}]))",
+               "shed: {{liveness_retry_reason}}"),
+         Query(f'min by (gen_ai_provider_name) (liveness_retry_budget_fill_ratio{{job=~"$service", {PSEL}}})',
+               "budget left: {{gen_ai_provider_name}}")),
+        unit="short", row="Retries", key="retries_shed",
+        description="Retries that were due but the provider host's retry budget refused (the request ended with its "
+                    "error, stop reason retry_budget): the fleet shedding load from a provider that is down. Beside "
+                    "them, the lowest budget a process reported, as a fraction of its capacity (retries stop at 0.5). "
+                    "Alert: RetriesShed.",
+    ),
+    PanelSpec(
         "Attempts per request", "timeseries",
         (Query(f"sum(rate(liveness_attempts_total{{{SEL}}}[{RI}])) / sum(rate(liveness_requests_total{{{SEL}}}[{RI}]))",
                "attempts/request"),),

@@ -23,6 +23,7 @@ from .core.policy import Policy
 from .testing import Scenario, SimulatedProvider, anthropic_reply
 from .testing import steps as s
 from .testing.scripts import anthropic_error, anthropic_status, sse_event
+from .transport._base import BUDGETS
 
 __all__ = ["SCENARIOS", "run_demo"]
 
@@ -45,6 +46,7 @@ class DemoScenario:
     expect: Expect
     wall: float | None = None  # provider seconds
     prompt_bytes: int = 0  # pad the turn's prompt to this size (the first-byte bound scales with it)
+    fleet_failures: int = 0  # calls of other agents of this process that failed just before the turn
 
 
 def _continuation_scripts(ts: float) -> list[list[Any]]:
@@ -108,6 +110,12 @@ SCENARIOS: list[DemoScenario] = [
         "exhausted", "a provider that stays overloaded (529) for every attempt",
         lambda ts: [[anthropic_status(529, "overloaded_error")]],
         Expect("provider_failure", 3),
+    ),
+    DemoScenario(
+        "provider_down", "a provider down for every agent: the host's retry budget, spent by other agents' "
+        "failures, sheds this call's retries (one attempt, not three)",
+        lambda ts: [[anthropic_status(529, "overloaded_error")]],
+        Expect("provider_failure", 1), fleet_failures=3,
     ),
 ]
 
@@ -194,6 +202,8 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
     provider.add(scenario.name, Scenario(scenario.script(ts)))
     events: list[Any] = []
     policy = scaled_policy(ts, shadow=shadow, wall=scenario.wall)
+    BUDGETS.clear()  # each turn on its own: the host's retry budget full (core/budget.py) ...
+    _fleet_failures(provider, scenario, policy)  # ... unless other agents spent it just before
     transport = wrap(httpx2.HTTPTransport(), policy, hooks=[events.append, *hooks])
     client = anthropic.Anthropic(
         base_url=provider.base_url(scenario.name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
@@ -247,6 +257,30 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
     result.stop_reason = ends[-1].report.stop_reason.value if ends and ends[-1].report.stop_reason else None
     result.ok = _check(result, scenario.expect, shadow)
     return result
+
+
+def _fleet_failures(provider: SimulatedProvider, scenario: DemoScenario, policy: Policy) -> None:
+    """Other agents of this process whose calls to the same host failed just before the turn
+    (``fleet_failures``), each with the turn's own failure, through transports of their own (no
+    telemetry: they are not the turn's)."""
+    if not scenario.fleet_failures:
+        return
+    import anthropic
+    import httpx2
+
+    from . import wrap
+
+    name = f"{scenario.name}-fleet"
+    provider.add(name, Scenario(scenario.script(1.0)))
+    for _ in range(scenario.fleet_failures):
+        client = anthropic.Anthropic(base_url=provider.base_url(name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
+                                     http_client=httpx2.Client(transport=wrap(httpx2.HTTPTransport(), policy, telemetry=False)))
+        try:
+            client.messages.create(model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "another agent"}])
+        except Exception:  # noqa: BLE001 - the failure is the point: it spends the host's budget
+            pass
+        finally:
+            client.close()
 
 
 def _check(result: TurnResult, expect: Expect, shadow: bool) -> bool:

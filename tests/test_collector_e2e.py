@@ -131,8 +131,8 @@ def test_end_to_end_series_counts_and_storm(stack) -> None:  # type: ignore[no-u
         assert {r["metric"]["instance"] for r in prom.query(f"liveness_attempts_total{{{job}}}")} == {collector.prom_target}
         # No name drift: every series the rules and dashboards use exists with its labels.
         for name in S.PROMETHEUS.values():
-            if name == S.PROMETHEUS["export_failures"] or name == S.PROMETHEUS["wall_stops"]:
-                continue  # only exist once something failed / a budget expired
+            if name in (S.PROMETHEUS["export_failures"], S.PROMETHEUS["wall_stops"], S.PROMETHEUS["retries_denied"]):
+                continue  # only exist once something failed / a budget expired / a retry was shed (the panels test)
             suffix = "_count" if name.endswith("_seconds") else ""
             assert prom.query(f"{name}{suffix}{{{job}}}"), name
         series = prom.query(f"liveness_attempts_total{{{job}}}")[0]["metric"]
@@ -214,7 +214,8 @@ def test_every_series_the_rules_use_is_in_a_real_scrape(stack) -> None:  # type:
     _collector, prom = stack
     only_on_failure = {"otelcol_exporter_send_failed_spans", "otelcol_exporter_send_failed_metric_points",
                        "otelcol_exporter_enqueue_failed_spans", "otelcol_exporter_enqueue_failed_metric_points",
-                       S.PROMETHEUS["export_failures"]}
+                       S.PROMETHEUS["export_failures"],
+                       S.PROMETHEUS["retries_denied"]}  # (scraped in the dashboard test: the demo sheds a retry)
     names = rule_metric_names()
     assert {"liveness_attempts_total", "otelcol_exporter_queue_size", "otelcol_exporter_queue_capacity",
             "otelcol_deltatocumulative_datapoints",
@@ -281,5 +282,10 @@ def test_dashboard_panels_return_data_and_render(stack, tmp_path: pathlib.Path) 
     assert {"completed", "rate_limited", "provider_error", "truncated", "wall_budget", "raw_silence"} <= outcomes
     reasons = {r["metric"]["liveness_retry_reason"] for r in prom.query(f"liveness_retries_total{{{demo}}}")}
     assert reasons == {r["reason"] for t in result["turns"] for r in t["retries"]}
+    # The retry budget's series (the demo's provider_down turn is denied a retry, in each round).
+    prom.wait_value(f"sum({S.PROMETHEUS['retries_denied']}{{{demo}}})", lambda v: v == 2)
+    assert prom.query(f'{S.PROMETHEUS["retry_budget"]}{{{demo}, gen_ai_provider_name="anthropic"}}')
+    stops = {r["metric"]["liveness_stop_reason"] for r in prom.query(f"liveness_requests_total{{{demo}}}")}
+    assert "retry_budget" in stops
     drawn = render_all(f"http://127.0.0.1:{prom.port}", tmp_path, window=60.0, rate="30s")
     assert len(drawn) >= 8 and all(p.stat().st_size > 5000 for p in drawn)

@@ -285,14 +285,14 @@ def test_a_2xx_json_error_object_is_retried_before_content(body: bytes, reason: 
     assert verdicts and verdicts[0].kind is AttemptOutcome.PROVIDER_ERROR and verdicts[0].enforced
 
 
-def test_a_2xx_json_error_object_is_retried_then_given_as_it_came() -> None:
-    # Retried while the budget lasts; the last one reaches the caller as the provider sent it
-    # (the SDK above parses the error it is), the report saying the budget was spent.
+def test_a_2xx_json_error_object_exhausted_is_typed() -> None:
+    # A gateway's quirk no SDK types (a 2xx JSON error on a streaming request): a typed error.
     out = drive([json_body(ANTHROPIC_OVERLOADED)])
-    assert out.error is None and out.body == ANTHROPIC_OVERLOADED and len(out.report["attempts"]) == 3
-    assert out.report["stop_reason"] == "exhausted" and out.report["cause"] == "error_event:overloaded_error"
+    assert isinstance(out.error, Fail) and out.error.error is E.ProviderError
+    assert out.error.fields["last_cause"] == "error_event:overloaded_error" and out.error.fields["status"] == 200
+    assert out.error.fields["attempts"] == 3 and out.body == b""
     rejected = drive([json_body(INVALID_REQUEST), ok()])
-    assert rejected.error is None and rejected.body == INVALID_REQUEST and len(rejected.report["attempts"]) == 1
+    assert isinstance(rejected.error, Fail) and rejected.error.fields["attempts"] == 1
     assert rejected.report["stop_reason"] == "rejected"
 
 

@@ -39,7 +39,7 @@ def test_accounting(demo_json) -> None:  # type: ignore[no-untyped-def]
         "agent_requests": len(SCENARIOS) + 1,  # one extra call: the single model-visible continuation
         "provider_attempts": sum(sc.expect.attempts for sc in SCENARIOS),
         "model_visible_continuations": 1,
-        "provider_failures": 1,
+        "provider_failures": 2,  # exhausted, and provider_down (its retry shed by the budget)
         "wall_budget_stops": 1,
         "no_reply": 0,
         "fake_continue_turns": 0,

@@ -297,6 +297,7 @@ def test_litellm_async_sends_through_aiohttp_where_the_waking_stream_cannot_reac
     pytest.importorskip("litellm", reason="litellm is not installed here (pip install '.[dev]' brings it)")
     from litellm.llms.custom_httpx.http_handler import get_async_httpx_client
 
+    from otel_liveness.transport import liveness_in
     from otel_liveness.transport._async import AsyncWakingBackend
 
     litellm = _litellm()
@@ -315,7 +316,8 @@ def test_litellm_async_sends_through_aiohttp_where_the_waking_stream_cannot_reac
     finally:
         litellm.disable_aiohttp_transport = False
         litellm.in_memory_llm_clients_cache.flush_cache()
-    assert aiohttp_based.policy.shadow is False and httpx_based.policy.shadow is False  # both wrapped, enforcing
+    aiohttp_based, httpx_based = liveness_in(aiohttp_based), liveness_in(httpx_based)  # wrapped; seated
+    assert aiohttp_based.policy.shadow is False and httpx_based.policy.shadow is False  # both enforcing
     assert type(aiohttp_based.inner).__name__ == "LiteLLMAiohttpTransport" and not hasattr(aiohttp_based.inner, "_pool")
     assert isinstance(httpx_based.inner._pool._network_backend, AsyncWakingBackend)
 

@@ -242,8 +242,8 @@ AGENT = textwrap.dedent(
             text = stream.get_final_text()
         report = stream.response.extensions["liveness"]
         print(text, report["shadow"], len(report["attempts"]))
-    except Exception as exc:  # shadow mode enforces nothing: the reset reaches the agent
-        print("failed", type(exc).__name__)
+    except Exception as exc:  # shadow mode enforces nothing: the reset reaches the agent (the SDK wraps it)
+        print("failed", type(exc.__cause__ or exc).__name__)
     """
 )
 

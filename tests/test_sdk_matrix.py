@@ -292,13 +292,16 @@ def test_in_band_rate_limit_error_is_retried_on_the_patient_tier(kind, provider)
     assert b"rate_limit_error" not in json.dumps(call.message.model_dump()).encode()
 
 
-def test_in_band_rate_limit_exhaustion_raises_rate_limited(kind, provider) -> None:  # type: ignore[no-untyped-def]
+def test_in_band_rate_limit_exhaustion_is_the_sdks_rate_limit_error(kind, provider) -> None:  # type: ignore[no-untyped-def]
+    # The last attempt's in-band error reaches the SDK as the provider sent it: the SDK raises its
+    # own status error for it, whose response carries the report (the patient budget spent).
     inband = [s.Headers(), *REPLY[:1], s.Raw(anthropic_error("rate_limit_error", "Rate limited"))]
     url = provider.add("inband-limited-all", [inband])
     call = sdk(kind, url, FAST.replace(max_rate_limit_attempts=3))
-    error = call.liveness
-    assert isinstance(error, RateLimited) and error.attempts == 3
-    assert error.last_cause == "error_event:rate_limit_error" and error.error_type == "rate_limit_error"
+    assert isinstance(call.error, anthropic.APIStatusError) and call.liveness is None
+    assert call.error.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
+    report = call.error.response.extensions["liveness"]
+    assert report["stop_reason"] == "rate_limited" and report["cause"] == "error_event:rate_limit_error"
     assert call.stop_reason() == "rate_limited" and provider.attempts("inband-limited-all") == 3
 
 

@@ -202,27 +202,35 @@ def test_sdk_call_span_is_the_parent_and_no_request_span_duplicates_it(provider,
     assert [t.split("-")[2] for t in sent] == [format(sdk_spans[0].context.span_id, "016x")] * 2
 
 
-def test_sdk_tracing_off_leaves_the_spans_to_the_application(provider, tel) -> None:  # type: ignore[no-untyped-def]
-    # The anthropic SDK traces its own calls; with its tracing off (open_telemetry=False) the
-    # transport makes no span of its own for them -- unless the application has a span current,
-    # under which the attempts nest (never a request span beside an SDK's call). Metrics count either way.
-    url = provider.add("sdk-off", [[s.Headers(), *anthropic_reply()]])
-    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[tel.hook])
-    client = anthropic.Anthropic(base_url=url, api_key="sk-ant-x", max_retries=0, http_client=httpx2.Client(transport=transport),
-                                 open_telemetry=False)
+def test_sdk_tracing_off_leaves_the_spans_to_the_application(provider, tel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # The anthropic SDK traces its own calls on the global tracer provider; with its tracing off
+    # (open_telemetry=False) the transport, on the same provider, makes no span of its own for
+    # them -- unless the application has a span current, under which the attempts nest (never a
+    # request span beside an SDK's call). Metrics count either way.
+    from opentelemetry import trace
 
-    def call() -> None:
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", tel.tracer_provider)  # (the global provider, for this test)
+    url = provider.add("sdk-off", [[s.Headers(), *anthropic_reply()]])
+    hook = TelemetryHook(meter_provider=tel.meter_provider)  # the global tracer provider
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, hooks=[hook])
+
+    def call(**options: Any) -> None:
+        client = anthropic.Anthropic(base_url=url, api_key="sk-ant-x", max_retries=0,
+                                     http_client=httpx2.Client(transport=transport), **options)
         with client.messages.stream(model="claude-sim-1", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as st:
             st.get_final_text()
 
-    call()
+    call(open_telemetry=False)
     assert tel.finished() == [] and tel.total("liveness.attempts") == 1
     with tel.tracer_provider.get_tracer("app").start_as_current_span("app") as app:
-        call()
-    client.close()
+        call(open_telemetry=False)
     (attempt,) = tel.attempts()
     assert attempt.parent.span_id == app.get_span_context().span_id
     assert [sp.name for sp in tel.finished()] == [attempt.name, "app"] and tel.total("liveness.attempts") == 2
+    # With its tracing on, the attempt nests under the SDK's call span.
+    call()
+    sdk_call = next(sp for sp in tel.finished() if sp.instrumentation_scope.name == "com.anthropic.sdk.python")
+    assert [sp.parent.span_id for sp in tel.attempts()][-1] == sdk_call.context.span_id
 
 
 def test_thirty_minute_ping_only_stream_keeps_every_notice(tel) -> None:  # type: ignore[no-untyped-def]
@@ -448,8 +456,10 @@ def test_a_dormant_request_makes_no_metric_point_even_once_an_sdk_is_there(provi
             client.post(url + URL, json=BODY).raise_for_status()
         assert len(provider.requests(f"retried-{which}")) == 2
         data = reader.get_metrics_data()
+        # (the process's own observables -- recorder drops, retry budgets -- are no request's points)
         counted[which] = {m.name for rm in (data.resource_metrics if data else ()) for sm in rm.scope_metrics
-                          for m in sm.metrics if any(True for _ in m.data.data_points)}
+                          for m in sm.metrics if any(True for _ in m.data.data_points)
+                          and m.name not in ("liveness.recorder.drops", "liveness.retry_budget.fill")}
     assert counted["dormant"] == set()
     assert {S.M_RETRIES[0], S.M_ATTEMPTS[0]} <= counted["awake"], counted["awake"]
 

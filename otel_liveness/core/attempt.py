@@ -435,8 +435,6 @@ class Attempt:
         body = b"".join(probe)
         error_type = json_error_type(body)
         if error_type is not None:
-            self.held = [body]  # (the engine releases it as it came when the error is not retried)
-            self.held_bytes = len(body)
             return error_type, b""
         if not self.enforce:
             return None, b""

@@ -653,10 +653,12 @@ class Engine:
             mark = isinstance(decision, GiveUp) and self.policy.mark_exhausted_responses
             self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
             return self._respond(passthrough=True, replace=(("x-should-retry", "false"),) if mark else ())
-        if failure.kind is FailureKind.ERROR_EVENT and not failure.committed:
-            # The provider's own error, before content, not (or no longer) retried: the caller
-            # gets the attempt as the provider sent it -- held bytes, the error, the rest of the
-            # body -- so the SDK above raises the status error it raises without the transport.
+        if failure.kind is FailureKind.ERROR_EVENT and not failure.committed and attempt.streaming:
+            # The provider's own error frame in a stream, before content, not (or no longer)
+            # retried: the caller gets the attempt as the provider sent it -- held bytes, the
+            # error, the rest of the body -- so the SDK above raises the status error it raises
+            # without the transport. (A 2xx JSON error object on a streaming request is a gateway's
+            # quirk no SDK types: that one ends as the typed error below.)
             self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
             self._first = [attempt.take_held()]
             return self._respond(then=COMPLETE if at_eof else READ)
@@ -674,6 +676,7 @@ class Engine:
         budget = self.budget
         assert budget is not None
         budget.failed(now)
+        wait = budget.wait(now)  # (a pause other requests were told of: this one's own answer sets its delay)
         if throttling(failure):
             told = decision.delay if isinstance(decision, Retry) and decision.source is not DelaySource.BACKOFF else None
             budget.throttled(now, told)
@@ -682,7 +685,6 @@ class Engine:
         if not budget.grant(now):
             self._emit(RetryDenied(self.report, attempt.index, self.since(now), decision.reason, budget.fill(now)))
             return GiveUp(decision.reason, decision.rate_limited, budget=True)
-        wait = budget.wait(now)
         if wait > decision.delay:
             return Retry(wait, decision.reason, DelaySource.HOST_PAUSE, decision.rate_limited)
         return decision

@@ -177,6 +177,7 @@ class TelemetryHook:
         self._logs = logs
         # (both providers the globals -- get_tracer/get_meter above loaded one an environment names)
         self._globals = tracer_provider is None and meter_provider is None and _GLOBALS_KNOWN
+        self._global_tracer = tracer_provider is None  # the provider an SDK above traces with, by default
         # Shared by every request (and thread) of the transports using this hook: one lock guards
         # the map from a request's report to its state (each state is then its request's own).
         self._states: weakref.WeakKeyDictionary[RequestReport, _RequestState] = weakref.WeakKeyDictionary()
@@ -281,10 +282,11 @@ class TelemetryHook:
             state.base[S.GEN_AI_REQUEST_MODEL] = model
         if event.sdk_traced and state.parent is None:
             # The SDK traces its own calls (the anthropic SDK's call span, current while it sends):
-            # attempts nest under it, with no request span of ours beside it. With no span current
-            # (its tracing off, and no application span), the transport makes none either.
+            # attempts nest under it, with no request span of ours beside it. On the global tracer
+            # provider -- the SDK's too -- no span current means the SDK traced nothing (its
+            # tracing off, and no application span): the transport makes none either.
             state.parent = otel_context.get_current()
-            state.spanless = not trace.get_current_span(state.parent).get_span_context().is_valid
+            state.spanless = self._global_tracer and not trace.get_current_span(state.parent).get_span_context().is_valid
         if state.parent is None:
             state.request_span = self._tracer.start_span(
                 f"{operation} {model}".strip(), kind=SpanKind.CLIENT,
