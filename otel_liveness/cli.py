@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .core.providers import PROFILES
 
 if TYPE_CHECKING:
     from .tools.recordings import Recording
+
+
+#: The default of an option whose absence means "what the recording says" (argparse applies no
+#: ``type`` to a default that is not a string, and ``None`` already means "off").
+_UNSET: Any = object()
 
 
 def _seconds(text: str) -> float | None:
@@ -38,10 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("file", help="JSON Lines capture ('-' for standard input)")
     a.add_argument("--provider", choices=sorted(PROFILES), default=None,
                    help="the wire (default: the recording's own, else anthropic)")
-    a.add_argument("--raw-idle", type=_seconds, default=None, metavar="S",
-                   help="raw-silence bound (default: the provider's, 90 or 600; 'off')")
-    a.add_argument("--first-byte", type=_first_byte, default="auto", metavar="S",
-                   help="bound on the wait for the first body byte ('auto' from --body-bytes, or 'off': the raw bound)")
+    a.add_argument("--raw-idle", type=_seconds, default=_UNSET, metavar="S",
+                   help="raw-silence bound (default: the one the flight recorder's capture records, else the "
+                        "provider's, 90 or 600; 'off')")
+    a.add_argument("--first-byte", type=_first_byte, default=_UNSET, metavar="S",
+                   help="bound on the wait for the first body byte ('auto' from --body-bytes, or 'off': the raw bound; "
+                        "default: the one the capture records, else auto)")
     a.add_argument("--body-bytes", type=int, default=None, metavar="N",
                    help="size of the request body, for the automatic first-byte bound (default: the recording's, "
                         "else unknown: the largest)")
@@ -50,7 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--wall", type=_seconds, default=None, metavar="S", help="wall budget")
     a.add_argument("--event-watchdog", type=_seconds, default=None, metavar="S",
                    help="report when a decoded-event watchdog of S seconds (ignoring heartbeats) would fire")
-    a.add_argument("--max-frame-bytes", type=int, default=4 * 1024 * 1024)
+    a.add_argument("--max-frame-bytes", type=int, default=4 * 1024 * 1024, metavar="N",
+                   help="largest frame the replay accepts; a longer one is malformed, as live "
+                        "(Policy.max_frame_bytes; default 4194304 = 4 MiB)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     w = sub.add_parser("whatif", help="replay recorded attempts under candidate policies: kills, false kills, detection delay")
     w.add_argument("paths", nargs="+", metavar="PATH", help="a recording, or a folder of them (recursively)")
@@ -112,7 +122,22 @@ def _demo(args: argparse.Namespace) -> int:
     return status
 
 
+def _recorded(meta: dict[str, Any], key: str) -> tuple[bool, float | None]:
+    """``(True, bound)`` when the flight recorder's description record holds ``key`` (a number of
+    seconds, or ``null``: the attempt ran without that bound); ``(False, None)`` otherwise."""
+    if key not in meta:
+        return False, None
+    value = meta[key]
+    if value is None:
+        return True, None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return True, float(value)
+    return False, None
+
+
 def _analyze(args: argparse.Namespace) -> int:
+    from .core.errors import InvalidPolicy
+    from .core.policy import Policy
     from .tools.analyze import CaptureError, analyze, render
     from .tools.recordings import parse_recording
 
@@ -128,18 +153,35 @@ def _analyze(args: argparse.Namespace) -> int:
     except (CaptureError, UnicodeDecodeError) as exc:
         print(f"otel-liveness analyze: {args.file}: {exc}", file=sys.stderr)
         return 2
+    # The bounds: an option given wins; else the ones the attempt ran under, when the flight
+    # recorder's description record holds them; else the defaults (the provider's raw bound, auto).
+    sources = {"raw": "option", "first_byte": "option"}
+    raw, first_byte = args.raw_idle, args.first_byte
+    if raw is _UNSET:
+        known, bound = _recorded(recording.meta, "raw_bound")
+        raw, sources["raw"] = (bound, "recording") if known else (_UNSET, "default")
+    if first_byte is _UNSET:
+        known, bound = _recorded(recording.meta, "first_byte_bound")
+        first_byte, sources["first_byte"] = (bound, "recording") if known else ("auto", "default")
+    changes: dict[str, Any] = {
+        "first_byte_timeout": first_byte, "semantic_notice_interval": args.notice_every,
+        "semantic_timeout": args.semantic_timeout, "wall_timeout": args.wall, "max_frame_bytes": args.max_frame_bytes,
+    }
+    if raw is not _UNSET:
+        changes["raw_idle_timeout"] = changes["raw_idle_timeout_no_keepalive"] = raw
+    try:
+        policy = Policy(**changes)
+    except InvalidPolicy as exc:
+        print(f"otel-liveness analyze: {exc}", file=sys.stderr)
+        return 2
     result = analyze(
         recording.chunks,
         provider=args.provider or recording.provider,
-        raw_idle=args.raw_idle,
-        first_byte=args.first_byte,
+        policy=policy,
         body_size=args.body_bytes if args.body_bytes is not None else recording.body_bytes,
-        notice_every=args.notice_every,
-        semantic_timeout=args.semantic_timeout,
-        wall=args.wall,
         event_watchdog=args.event_watchdog,
-        max_frame_bytes=args.max_frame_bytes,
     )
+    result["bounds_from"] = sources
     if args.json:
         print(json.dumps(result))
     else:
@@ -204,8 +246,7 @@ def _tune_demo(args: argparse.Namespace) -> int:
     return 0 if result["ok"] else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "analyze":
         return _analyze(args)
     if args.command == "whatif":
@@ -217,6 +258,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     raise AssertionError(args.command)  # pragma: no cover
+
+
+#: The exit status of a command whose reader went away (``otel-liveness analyze --json | head -1``):
+#: what a shell reports for a program a SIGPIPE ended (128 + 13).
+EXIT_BROKEN_PIPE = 141
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        status = _dispatch(args)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at exit
+    except BrokenPipeError:
+        # The reader closed the pipe (head, a pager quit): stop quietly, as command-line tools do.
+        # Standard output goes to /dev/null so that the interpreter's own flush at exit finds no
+        # pipe to complain about (the recipe of Python's signal documentation).
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # standard output is not a file (a test's capture)
+            pass
+        return EXIT_BROKEN_PIPE
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover
