@@ -1,5 +1,6 @@
 """The otel-liveness command line: replay captures through the liveness policy, count what candidate
-policies would do to recorded attempts (whatif), recommend bounds from them (tune), run the demos."""
+policies would do to recorded attempts (whatif), recommend bounds from them (tune), run the demos,
+serve the simulated provider."""
 
 from __future__ import annotations
 
@@ -98,6 +99,19 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="print the result as JSON")
     d.add_argument("--otlp", metavar="ENDPOINT", help="also send telemetry over OTLP/HTTP (e.g. http://localhost:4318)")
     d.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    sv = sub.add_parser("serve", help="run the simulated provider as a server (Anthropic Messages and OpenAI Chat "
+                                      "Completions) for examples and agents in any language, until SIGINT/SIGTERM",
+                        description="Serve one scenario on the Anthropic Messages (POST /v1/messages) and OpenAI Chat "
+                                    "Completions (POST /v1/chat/completions) wires. The first line of standard output "
+                                    "is the URL (an anthropic SDK's base URL; + /v1 for an openai SDK). The scenario's "
+                                    "attempts cycle: every call meets its failures first. Stops on SIGINT/SIGTERM.")
+    sv.add_argument("--scenario", default="ok", metavar="NAME",
+                    help="what the provider does (default ok; --list shows them all)")
+    sv.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    sv.add_argument("--port", type=int, default=0, help="the port (default 0: one the system picks; the URL says which)")
+    sv.add_argument("--time-scale", type=float, default=1.0,
+                    help="real seconds per provider second (default 1: a provider's own pace; 0.05 runs 20x faster)")
+    sv.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return parser
 
 
@@ -133,6 +147,22 @@ def _recorded(meta: dict[str, Any], key: str) -> tuple[bool, float | None]:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         return True, float(value)
     return False, None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import BY_NAME, SCENARIOS, serve
+
+    if args.list:
+        for scenario in SCENARIOS:
+            print(f"{scenario.name:<20} {scenario.title}")
+        return 0
+    if args.scenario not in BY_NAME:
+        print(f"otel-liveness serve: unknown scenario {args.scenario!r}; known: {', '.join(BY_NAME)}", file=sys.stderr)
+        return 2
+    if not args.time_scale > 0 or not 0 <= args.port <= 65535:
+        print("otel-liveness serve: need --time-scale > 0 and 0 <= --port <= 65535", file=sys.stderr)
+        return 2
+    return serve(args.scenario, host=args.host, port=args.port, time_scale=args.time_scale)
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -257,6 +287,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _tune_demo(args)
     if args.command == "demo":
         return _demo(args)
+    if args.command == "serve":
+        return _serve(args)
     raise AssertionError(args.command)  # pragma: no cover
 
 
