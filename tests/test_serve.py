@@ -138,3 +138,15 @@ def test_every_scenario_has_both_wires(scenario: Any) -> None:
     for wire in (scenario.anthropic, scenario.openai):
         attempts = wire(0.05)
         assert attempts and all(attempts), scenario.name
+
+
+def test_the_provider_keeps_the_last_log_limit_requests_and_cycles() -> None:
+    from otel_liveness.testing import Scenario, SimulatedProvider, anthropic_reply
+    from otel_liveness.testing import steps as s
+
+    with SimulatedProvider(log_limit=2) as provider:
+        url = provider.add("x", Scenario([[s.Status(503)], [s.Headers(), *anthropic_reply()]], cycle=True))
+        with httpx2.Client() as client:
+            statuses = [client.post(f"{url}/v1/messages", json={}).status_code for _ in range(3)]
+    assert statuses == [503, 200, 503]  # request n plays script n mod 2
+    assert provider.attempts("x") == 3 and [r.attempt for r in provider.requests("x")] == [1, 2]
