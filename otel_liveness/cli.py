@@ -91,13 +91,22 @@ def _parser() -> argparse.ArgumentParser:
     td.add_argument("--keep", metavar="DIR", help="write the recordings into DIR (default: a temporary folder)")
     td.add_argument("--seed", type=int, default=7, help="the fleet's random seed (default 7)")
     td.add_argument("--json", action="store_true", help="print the result as JSON")
-    d = sub.add_parser("demo", help="run the agent-shaped demo on the embedded simulated provider")
+    from .demo import COLUMNS
+
+    d = sub.add_parser("demo", help="run the agent-shaped demo on the embedded simulated provider",
+                       description="Eight agent turns, each a real anthropic SDK streaming call through the transport, "
+                                   "against the embedded simulated provider, each meeting one failure shape; exit "
+                                   "status 0 only if every turn behaved as the policy says.",
+                       epilog="the table's columns: " + "; ".join(f"{name}: {meaning}" for name, meaning in COLUMNS))
     d.add_argument("--scenario", action="append", dest="scenarios", metavar="NAME",
                    help="run only this scenario (repeatable); default: all")
     d.add_argument("--time-scale", type=float, default=0.02, help="real seconds per provider second (default 0.02)")
     d.add_argument("--shadow", action="store_true", help="observe and report, enforce nothing")
     d.add_argument("--json", action="store_true", help="print the result as JSON")
-    d.add_argument("--otlp", metavar="ENDPOINT", help="also send telemetry over OTLP/HTTP (e.g. http://localhost:4318)")
+    d.add_argument("--otlp", metavar="ENDPOINT", help="also send telemetry over OTLP/HTTP (e.g. http://localhost:4318; "
+                                                      "needs the sdk extra)")
+    d.add_argument("--capture-dir", metavar="DIR",
+                   help="the flight recorder writes every attempt that did not complete into DIR, for otel-liveness analyze")
     d.add_argument("--list", action="store_true", help="list the scenarios and exit")
     sv = sub.add_parser("serve", help="run the simulated provider as a server (Anthropic Messages and OpenAI Chat "
                                       "Completions) for examples and agents in any language, until SIGINT/SIGTERM",
@@ -131,8 +140,12 @@ def _demo(args: argparse.Namespace) -> int:
     if not 0 < args.time_scale <= 1:
         print("otel-liveness demo: --time-scale must be in (0, 1]", file=sys.stderr)
         return 2
-    status, _ = run_demo(names=args.scenarios, time_scale=args.time_scale, shadow=args.shadow, otlp=args.otlp,
-                         as_json=args.json)
+    try:
+        status, _ = run_demo(names=args.scenarios, time_scale=args.time_scale, shadow=args.shadow, otlp=args.otlp,
+                             as_json=args.json, capture_dir=args.capture_dir)
+    except ModuleNotFoundError as exc:  # an extra the demo needs (missing_extra names it)
+        print(f"otel-liveness demo: {exc}", file=sys.stderr)
+        return 2
     return status
 
 
