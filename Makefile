@@ -1,6 +1,6 @@
 # otel-liveness: everything a fresh machine needs is installed by these targets.
-#   make demo   -- the agent-shaped demo on the embedded simulated provider
-#   make tune-demo -- record a fleet, whatif on three policies, tune, replay the tuned policy
+#   make demo   -- the agent-shaped demo on the embedded simulated provider (its own light .venv-demo)
+#   make tune-demo -- record a fleet, whatif on three policies, tune, replay the tuned policy (.venv-demo)
 #   make check  -- the inner loop (under a minute): ruff, mypy --strict and the I/O-free core tests
 #   make test   -- the whole test suite (what .ci/run calls), in parallel, with coverage and its floor
 #   make test-pure -- the whole suite with the C extensions disabled (the pure-Python fallback)
@@ -29,7 +29,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: peer install demo tune-demo check test test-pure test-under-load mutate sanitize lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards
+.PHONY: peer install demo-install demo tune-demo check test test-pure test-under-load mutate sanitize lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -58,11 +58,27 @@ $(STAMP): $(BUILD_INPUTS)
 
 install: $(STAMP)
 
-demo: install
-	$(BIN)/otel-liveness demo $(DEMO_ARGS)
+# The demos need only the package with the anthropic extra (the SDK and httpx2): their own
+# virtualenv, not the development set of .venv (164 packages). Re-installed when the build inputs
+# change, like .venv; editable, so the demos run the tree as it is. Cold from a fresh clone: about
+# 20 s with pip's cache warm (README, "Set-up").
+DEMO_VENV  ?= .venv-demo
+DEMO_BIN   := $(DEMO_VENV)/bin
+DEMO_STAMP := $(DEMO_VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-tune-demo: install
-	$(BIN)/otel-liveness tune-demo $(DEMO_ARGS)
+$(DEMO_STAMP): $(BUILD_INPUTS)
+	test -x $(DEMO_BIN)/python || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[anthropic]'
+	rm -f $(DEMO_VENV)/.installed-*
+	touch $@
+
+demo-install: $(DEMO_STAMP)
+
+demo: demo-install
+	$(DEMO_BIN)/otel-liveness demo $(DEMO_ARGS)
+
+tune-demo: demo-install
+	$(DEMO_BIN)/otel-liveness tune-demo $(DEMO_ARGS)
 
 # Static checks: ruff (a small, deliberate rule set, pyproject.toml) and mypy --strict on the package.
 lint: install
@@ -162,4 +178,4 @@ preview: install system-deps collector
 	$(BIN)/python -m dashboards.preview --self-contained --out docs/preview
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .hypothesis build *.egg-info
