@@ -1,4 +1,5 @@
-"""The anthropic SDK (async, asyncio or trio) with the liveness transport and OpenTelemetry."""
+"""The anthropic SDK (async, asyncio or trio) with the liveness transport and OpenTelemetry.
+Reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL (`otel-liveness serve` prints a base URL to try it with)."""
 
 import asyncio
 

@@ -1,4 +1,9 @@
-"""The anthropic SDK (sync) with the liveness transport. Reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL."""
+"""The anthropic SDK (sync) with the liveness transport. Reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
+
+Without a key, against the simulated provider (a dead socket, retried below the SDK):
+    otel-liveness serve --scenario dead_socket --port 8765 &
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-ant-sim python examples/anthropic_sync.py
+"""
 
 import anthropic
 import httpx2

@@ -1,4 +1,8 @@
-"""The openai SDK (Chat Completions, streaming) with the liveness transport. Reads OPENAI_API_KEY / OPENAI_BASE_URL."""
+"""The openai SDK (Chat Completions, streaming) with the liveness transport. Reads OPENAI_API_KEY / OPENAI_BASE_URL.
+
+Without a key: `otel-liveness serve --scenario inband_overload --port 8765 &`, then
+OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=sk-sim python examples/openai_chat.py
+"""
 
 import httpx2
 import openai

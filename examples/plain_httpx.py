@@ -1,4 +1,5 @@
-"""Plain httpx 0.28 (any SSE endpoint), with a hook that prints every liveness fact as it happens."""
+"""Plain httpx 0.28 (any SSE endpoint), with a hook that prints every liveness fact as it happens.
+Reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL (`otel-liveness serve` prints a base URL to try it with)."""
 
 import os
 

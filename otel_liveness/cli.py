@@ -1,19 +1,26 @@
 """The otel-liveness command line: replay captures through the liveness policy, count what candidate
-policies would do to recorded attempts (whatif), recommend bounds from them (tune), run the demos."""
+policies would do to recorded attempts (whatif), recommend bounds from them (tune), run the demos,
+serve the simulated provider."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .core.providers import PROFILES
 
 if TYPE_CHECKING:
     from .tools.recordings import Recording
+
+
+#: The default of an option whose absence means "what the recording says" (argparse applies no
+#: ``type`` to a default that is not a string, and ``None`` already means "off").
+_UNSET: Any = object()
 
 
 def _seconds(text: str) -> float | None:
@@ -38,10 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("file", help="JSON Lines capture ('-' for standard input)")
     a.add_argument("--provider", choices=sorted(PROFILES), default=None,
                    help="the wire (default: the recording's own, else anthropic)")
-    a.add_argument("--raw-idle", type=_seconds, default=None, metavar="S",
-                   help="raw-silence bound (default: the provider's, 90 or 600; 'off')")
-    a.add_argument("--first-byte", type=_first_byte, default="auto", metavar="S",
-                   help="bound on the wait for the first body byte ('auto' from --body-bytes, or 'off': the raw bound)")
+    a.add_argument("--raw-idle", type=_seconds, default=_UNSET, metavar="S",
+                   help="raw-silence bound (default: the one the flight recorder's capture records, else the "
+                        "provider's, 90 or 600; 'off')")
+    a.add_argument("--first-byte", type=_first_byte, default=_UNSET, metavar="S",
+                   help="bound on the wait for the first body byte ('auto' from --body-bytes, or 'off': the raw bound; "
+                        "default: the one the capture records, else auto)")
     a.add_argument("--body-bytes", type=int, default=None, metavar="N",
                    help="size of the request body, for the automatic first-byte bound (default: the recording's, "
                         "else unknown: the largest)")
@@ -50,7 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--wall", type=_seconds, default=None, metavar="S", help="wall budget")
     a.add_argument("--event-watchdog", type=_seconds, default=None, metavar="S",
                    help="report when a decoded-event watchdog of S seconds (ignoring heartbeats) would fire")
-    a.add_argument("--max-frame-bytes", type=int, default=4 * 1024 * 1024)
+    a.add_argument("--max-frame-bytes", type=int, default=4 * 1024 * 1024, metavar="N",
+                   help="largest frame the replay accepts; a longer one is malformed, as live "
+                        "(Policy.max_frame_bytes; default 4194304 = 4 MiB)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     w = sub.add_parser("whatif", help="replay recorded attempts under candidate policies: kills, false kills, detection delay")
     w.add_argument("paths", nargs="+", metavar="PATH", help="a recording, or a folder of them (recursively)")
@@ -80,14 +91,36 @@ def _parser() -> argparse.ArgumentParser:
     td.add_argument("--keep", metavar="DIR", help="write the recordings into DIR (default: a temporary folder)")
     td.add_argument("--seed", type=int, default=7, help="the fleet's random seed (default 7)")
     td.add_argument("--json", action="store_true", help="print the result as JSON")
-    d = sub.add_parser("demo", help="run the agent-shaped demo on the embedded simulated provider")
+    from .demo import COLUMNS
+
+    d = sub.add_parser("demo", help="run the agent-shaped demo on the embedded simulated provider",
+                       description="Eight agent turns, each a real anthropic SDK streaming call through the transport, "
+                                   "against the embedded simulated provider, each meeting one failure shape; exit "
+                                   "status 0 only if every turn behaved as the policy says.",
+                       epilog="the table's columns: " + "; ".join(f"{name}: {meaning}" for name, meaning in COLUMNS))
     d.add_argument("--scenario", action="append", dest="scenarios", metavar="NAME",
                    help="run only this scenario (repeatable); default: all")
     d.add_argument("--time-scale", type=float, default=0.02, help="real seconds per provider second (default 0.02)")
     d.add_argument("--shadow", action="store_true", help="observe and report, enforce nothing")
     d.add_argument("--json", action="store_true", help="print the result as JSON")
-    d.add_argument("--otlp", metavar="ENDPOINT", help="also send telemetry over OTLP/HTTP (e.g. http://localhost:4318)")
+    d.add_argument("--otlp", metavar="ENDPOINT", help="also send telemetry over OTLP/HTTP (e.g. http://localhost:4318; "
+                                                      "needs the sdk extra)")
+    d.add_argument("--capture-dir", metavar="DIR",
+                   help="the flight recorder writes every attempt that did not complete into DIR, for otel-liveness analyze")
     d.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    sv = sub.add_parser("serve", help="run the simulated provider as a server (Anthropic Messages and OpenAI Chat "
+                                      "Completions) for examples and agents in any language, until SIGINT/SIGTERM",
+                        description="Serve one scenario on the Anthropic Messages (POST /v1/messages) and OpenAI Chat "
+                                    "Completions (POST /v1/chat/completions) wires. The first line of standard output "
+                                    "is the URL (an anthropic SDK's base URL; + /v1 for an openai SDK). The scenario's "
+                                    "attempts cycle: every call meets its failures first. Stops on SIGINT/SIGTERM.")
+    sv.add_argument("--scenario", default="ok", metavar="NAME",
+                    help="what the provider does (default ok; --list shows them all)")
+    sv.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    sv.add_argument("--port", type=int, default=0, help="the port (default 0: one the system picks; the URL says which)")
+    sv.add_argument("--time-scale", type=float, default=1.0,
+                    help="real seconds per provider second (default 1: a provider's own pace; 0.05 runs 20x faster)")
+    sv.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return parser
 
 
@@ -107,12 +140,47 @@ def _demo(args: argparse.Namespace) -> int:
     if not 0 < args.time_scale <= 1:
         print("otel-liveness demo: --time-scale must be in (0, 1]", file=sys.stderr)
         return 2
-    status, _ = run_demo(names=args.scenarios, time_scale=args.time_scale, shadow=args.shadow, otlp=args.otlp,
-                         as_json=args.json)
+    try:
+        status, _ = run_demo(names=args.scenarios, time_scale=args.time_scale, shadow=args.shadow, otlp=args.otlp,
+                             as_json=args.json, capture_dir=args.capture_dir)
+    except ModuleNotFoundError as exc:  # an extra the demo needs (missing_extra names it)
+        print(f"otel-liveness demo: {exc}", file=sys.stderr)
+        return 2
     return status
 
 
+def _recorded(meta: dict[str, Any], key: str) -> tuple[bool, float | None]:
+    """``(True, bound)`` when the flight recorder's description record holds ``key`` (a number of
+    seconds, or ``null``: the attempt ran without that bound); ``(False, None)`` otherwise."""
+    if key not in meta:
+        return False, None
+    value = meta[key]
+    if value is None:
+        return True, None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return True, float(value)
+    return False, None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import BY_NAME, SCENARIOS, serve
+
+    if args.list:
+        for scenario in SCENARIOS:
+            print(f"{scenario.name:<20} {scenario.title}")
+        return 0
+    if args.scenario not in BY_NAME:
+        print(f"otel-liveness serve: unknown scenario {args.scenario!r}; known: {', '.join(BY_NAME)}", file=sys.stderr)
+        return 2
+    if not args.time_scale > 0 or not 0 <= args.port <= 65535:
+        print("otel-liveness serve: need --time-scale > 0 and 0 <= --port <= 65535", file=sys.stderr)
+        return 2
+    return serve(args.scenario, host=args.host, port=args.port, time_scale=args.time_scale)
+
+
 def _analyze(args: argparse.Namespace) -> int:
+    from .core.errors import InvalidPolicy
+    from .core.policy import Policy
     from .tools.analyze import CaptureError, analyze, render
     from .tools.recordings import parse_recording
 
@@ -128,18 +196,35 @@ def _analyze(args: argparse.Namespace) -> int:
     except (CaptureError, UnicodeDecodeError) as exc:
         print(f"otel-liveness analyze: {args.file}: {exc}", file=sys.stderr)
         return 2
+    # The bounds: an option given wins; else the ones the attempt ran under, when the flight
+    # recorder's description record holds them; else the defaults (the provider's raw bound, auto).
+    sources = {"raw": "option", "first_byte": "option"}
+    raw, first_byte = args.raw_idle, args.first_byte
+    if raw is _UNSET:
+        known, bound = _recorded(recording.meta, "raw_bound")
+        raw, sources["raw"] = (bound, "recording") if known else (_UNSET, "default")
+    if first_byte is _UNSET:
+        known, bound = _recorded(recording.meta, "first_byte_bound")
+        first_byte, sources["first_byte"] = (bound, "recording") if known else ("auto", "default")
+    changes: dict[str, Any] = {
+        "first_byte_timeout": first_byte, "semantic_notice_interval": args.notice_every,
+        "semantic_timeout": args.semantic_timeout, "wall_timeout": args.wall, "max_frame_bytes": args.max_frame_bytes,
+    }
+    if raw is not _UNSET:
+        changes["raw_idle_timeout"] = changes["raw_idle_timeout_no_keepalive"] = raw
+    try:
+        policy = Policy(**changes)
+    except InvalidPolicy as exc:
+        print(f"otel-liveness analyze: {exc}", file=sys.stderr)
+        return 2
     result = analyze(
         recording.chunks,
         provider=args.provider or recording.provider,
-        raw_idle=args.raw_idle,
-        first_byte=args.first_byte,
+        policy=policy,
         body_size=args.body_bytes if args.body_bytes is not None else recording.body_bytes,
-        notice_every=args.notice_every,
-        semantic_timeout=args.semantic_timeout,
-        wall=args.wall,
         event_watchdog=args.event_watchdog,
-        max_frame_bytes=args.max_frame_bytes,
     )
+    result["bounds_from"] = sources
     if args.json:
         print(json.dumps(result))
     else:
@@ -204,8 +289,7 @@ def _tune_demo(args: argparse.Namespace) -> int:
     return 0 if result["ok"] else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "analyze":
         return _analyze(args)
     if args.command == "whatif":
@@ -216,7 +300,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _tune_demo(args)
     if args.command == "demo":
         return _demo(args)
+    if args.command == "serve":
+        return _serve(args)
     raise AssertionError(args.command)  # pragma: no cover
+
+
+#: The exit status of a command whose reader went away (``otel-liveness analyze --json | head -1``):
+#: what a shell reports for a program a SIGPIPE ended (128 + 13).
+EXIT_BROKEN_PIPE = 141
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        status = _dispatch(args)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at exit
+    except BrokenPipeError:
+        # The reader closed the pipe (head, a pager quit): stop quietly, as command-line tools do.
+        # Standard output goes to /dev/null so that the interpreter's own flush at exit finds no
+        # pipe to complain about (the recipe of Python's signal documentation).
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # standard output is not a file (a test's capture)
+            pass
+        return EXIT_BROKEN_PIPE
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,9 +13,11 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._extras import missing_extra
 from .core.anthropic import continuation_message
 from .core.errors import ProviderError, StreamTruncated, WallTimeout, liveness_error
 from .core.events import AttemptEnded, Heartbeats, RetryScheduled, SemanticNotice, Verdict
@@ -159,23 +161,29 @@ def scaled_policy(ts: float, *, shadow: bool, wall: float | None) -> Policy:
     )
 
 
-def _telemetry(otlp: str | None) -> tuple[Any, Any, Any, Any]:
-    """(hook, span exporter or None, metric reader or None, shutdown)."""
-    try:
-        from opentelemetry.sdk.metrics import MeterProvider
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    except ImportError:  # the SDK is an extra: the demo still runs, without the telemetry summary
-        return None, None, None, lambda: None
+def _telemetry(otlp: str | None) -> tuple[Any, Any, Any, Any, Any]:
+    """(hook, span exporter or None, metric reader or None, shutdown, tracer for the agent's turn
+    spans or None). The OpenTelemetry SDK is
+    an extra (``sdk``): without it the demo runs without the telemetry summary, and ``--otlp``
+    raises a ``ModuleNotFoundError`` naming the extra."""
     from .telemetry import TelemetryHook
 
     exporter = reader = None
     if otlp:
-        from .telemetry.export import otlp_http
+        try:
+            from .telemetry.export import otlp_http
 
-        tracer_provider, meter_provider, _, _ = otlp_http(otlp, service_name="otel-liveness-demo",
-                                                          export_interval_ms=2000)
+            tracer_provider, meter_provider, _, _ = otlp_http(otlp, service_name="otel-liveness-demo",
+                                                              export_interval_ms=2000)
+        except ModuleNotFoundError as exc:
+            raise missing_extra(exc, "sdk", "otel-liveness demo --otlp") from exc
     else:
+        try:
+            from opentelemetry.sdk.metrics import MeterProvider
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        except ImportError:  # the demo still runs, without the telemetry summary
+            return None, None, None, lambda: None, None
         from opentelemetry.sdk.metrics.export import InMemoryMetricReader
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -189,10 +197,16 @@ def _telemetry(otlp: str | None) -> tuple[Any, Any, Any, Any]:
         tracer_provider.shutdown()
         meter_provider.shutdown()
 
-    return TelemetryHook(tracer_provider, meter_provider, logs=False), exporter, reader, shutdown
+    tracer = tracer_provider.get_tracer("otel-liveness-demo")
+    return TelemetryHook(tracer_provider, meter_provider, logs=False), exporter, reader, shutdown, tracer
 
 
-def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, shadow: bool, hooks: list[Any]) -> TurnResult:
+def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, shadow: bool, hooks: list[Any],
+             tracer: Any = None, capture_dir: str | None = None) -> TurnResult:
+    """One agent turn. ``tracer``: the agent's own, whose span for the turn is current while the
+    SDK calls (an application span: without one, and with the SDK's tracing off, the transport
+    makes no spans); ``capture_dir``: the flight recorder writes every attempt that did not
+    complete there (for ``otel-liveness analyze``)."""
     import anthropic
     import httpx2
 
@@ -201,7 +215,7 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
     result = TurnResult(scenario.name, scenario.title, expected=scenario.expect.__dict__)
     provider.add(scenario.name, Scenario(scenario.script(ts)))
     events: list[Any] = []
-    policy = scaled_policy(ts, shadow=shadow, wall=scenario.wall)
+    policy = scaled_policy(ts, shadow=shadow, wall=scenario.wall).replace(capture_dir=capture_dir)
     BUDGETS.clear()  # each turn on its own: the host's retry budget full (core/budget.py) ...
     _fleet_failures(provider, scenario, policy)  # ... unless other agents spent it just before
     transport = wrap(httpx2.HTTPTransport(), policy, hooks=[events.append, *hooks])
@@ -214,38 +228,40 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
         prompt += " " + "lorem ipsum " * (scenario.prompt_bytes // 12)
     messages: list[Any] = [{"role": "user", "content": prompt}]
     started = time.monotonic()
-    try:
-        for _ in range(3):  # a continuation is another call, visible to the model
-            result.requests += 1
-            try:
-                with client.messages.stream(model=MODEL, max_tokens=256, messages=messages) as stream:
-                    result.text += stream.get_final_text()
-                result.outcome = "completed" if not result.continuations else "truncated_then_continued"
-                break
-            except Exception as exc:  # noqa: BLE001 - classified below
-                err = liveness_error(exc)
-                if isinstance(err, StreamTruncated):
-                    result.truncation_prefix_bytes = len(err.prefix)
-                    assistant = continuation_message(err.partial or {})
-                    if assistant is None:
-                        result.outcome, result.error = "truncated", str(err)
-                        break
-                    result.text += "".join(b.get("text", "") for b in assistant["content"])
-                    messages = [*messages, assistant]
-                    result.continuations += 1
-                    continue
-                if isinstance(err, WallTimeout):
-                    result.outcome, result.error = "wall_budget", f"wall budget of {err.budget / ts:g} provider-s"
-                elif isinstance(err, ProviderError) or isinstance(exc, anthropic.APIStatusError):
-                    status = getattr(exc, "status_code", None)
-                    cause = err.last_cause if isinstance(err, ProviderError) else None
-                    result.outcome = "provider_failure"
-                    result.error = f"provider failure: {status or cause}"
-                else:
-                    result.outcome, result.error = "unexpected", f"{type(exc).__name__}: {exc}"
-                break
-    finally:
-        client.close()
+    turn_span = tracer.start_as_current_span(f"agent turn {scenario.name}") if tracer is not None else nullcontext()
+    with turn_span:
+        try:
+            for _ in range(3):  # a continuation is another call, visible to the model
+                result.requests += 1
+                try:
+                    with client.messages.stream(model=MODEL, max_tokens=256, messages=messages) as stream:
+                        result.text += stream.get_final_text()
+                    result.outcome = "completed" if not result.continuations else "truncated_then_continued"
+                    break
+                except Exception as exc:  # noqa: BLE001 - classified below
+                    err = liveness_error(exc)
+                    if isinstance(err, StreamTruncated):
+                        result.truncation_prefix_bytes = len(err.prefix)
+                        assistant = continuation_message(err.partial or {})
+                        if assistant is None:
+                            result.outcome, result.error = "truncated", str(err)
+                            break
+                        result.text += "".join(b.get("text", "") for b in assistant["content"])
+                        messages = [*messages, assistant]
+                        result.continuations += 1
+                        continue
+                    if isinstance(err, WallTimeout):
+                        result.outcome, result.error = "wall_budget", f"wall budget of {err.budget / ts:g} provider-s"
+                    elif isinstance(err, ProviderError) or isinstance(exc, anthropic.APIStatusError):
+                        status = getattr(exc, "status_code", None)
+                        cause = err.last_cause if isinstance(err, ProviderError) else None
+                        result.outcome = "provider_failure"
+                        result.error = f"provider failure: {status or cause}"
+                    else:
+                        result.outcome, result.error = "unexpected", f"{type(exc).__name__}: {exc}"
+                    break
+        finally:
+            client.close()
     result.seconds = round(time.monotonic() - started, 3)
     result.attempts = provider.attempts(scenario.name)
     result.heartbeats = sum(e.count for e in events if isinstance(e, Heartbeats))
@@ -274,7 +290,8 @@ def _fleet_failures(provider: SimulatedProvider, scenario: DemoScenario, policy:
     provider.add(name, Scenario(scenario.script(1.0)))
     for _ in range(scenario.fleet_failures):
         client = anthropic.Anthropic(base_url=provider.base_url(name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
-                                     http_client=httpx2.Client(transport=wrap(httpx2.HTTPTransport(), policy, telemetry=False)))
+                                     http_client=httpx2.Client(transport=wrap(httpx2.HTTPTransport(), policy.replace(capture_dir=None),
+                                                                              telemetry=False)))
         try:
             client.messages.create(model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "another agent"}])
         except Exception:  # noqa: BLE001 - the failure is the point: it spends the host's budget
@@ -317,9 +334,16 @@ def _span_summary(exporter: Any, reader: Any) -> dict[str, Any]:
 
 def run_demo(*, names: list[str] | None = None, time_scale: float = 0.02, shadow: bool = False,
              otlp: str | None = None, out: Any = sys.stdout, as_json: bool = False,
-             rounds: int = 1) -> tuple[int, dict[str, Any]]:
+             rounds: int = 1, capture_dir: str | None = None) -> tuple[int, dict[str, Any]]:
+    """Run the turns; (exit status, result). Raises ``ModuleNotFoundError`` naming the extra when
+    the anthropic SDK (``anthropic``) or, for ``otlp``, the OpenTelemetry SDK (``sdk``) is missing."""
+    try:
+        import anthropic  # noqa: F401 - every turn is an anthropic SDK call
+        import httpx2  # noqa: F401
+    except ModuleNotFoundError as exc:
+        raise missing_extra(exc, "anthropic", "otel-liveness demo") from exc
     chosen = [sc for sc in SCENARIOS if not names or sc.name in names] * rounds
-    hook, exporter, reader, shutdown = _telemetry(otlp)
+    hook, exporter, reader, shutdown, tracer = _telemetry(otlp)
     turns: list[TurnResult] = []
     def say(*args: Any) -> None:
         if not as_json:
@@ -330,7 +354,8 @@ def run_demo(*, names: list[str] | None = None, time_scale: float = 0.02, shadow
     with SimulatedProvider(time_scale=time_scale) as provider:
         for scenario in chosen:
             say(f"  - {scenario.name}: {scenario.title} ...")
-            turn = run_turn(provider, scenario, time_scale, shadow=shadow, hooks=[hook] if hook else [])
+            turn = run_turn(provider, scenario, time_scale, shadow=shadow, hooks=[hook] if hook else [], tracer=tracer,
+                            capture_dir=capture_dir)
             turns.append(turn)
             say(f"    {'ok ' if turn.ok else 'FAIL'} {turn.outcome}: {turn.attempts} provider attempt(s), "
                 f"{turn.heartbeats} heartbeats, {turn.notices} notices, {len(turn.retries)} retries ({turn.seconds:.2f}s)")
@@ -348,12 +373,45 @@ def run_demo(*, names: list[str] | None = None, time_scale: float = 0.02, shadow
     }
     ok = all(t.ok for t in turns)
     result = {"ok": ok, "time_scale": time_scale, "shadow": shadow, "turns": [t.__dict__ for t in turns],
-              "accounting": accounting, "telemetry": shutdown_summary, "otlp": otlp}
+              "accounting": accounting, "telemetry": shutdown_summary, "otlp": otlp, "capture_dir": capture_dir}
     if as_json:
         print(json.dumps(result, indent=2), file=out)
     else:
-        _render(turns, accounting, shutdown_summary, ok, out)
+        _render(turns, accounting, shutdown_summary, ok, out, otlp=otlp, capture_dir=capture_dir)
     return (0 if ok else 1), result
+
+
+#: What the columns of the demo's table mean (printed under it, and in ``demo --help``).
+COLUMNS = (
+    ("turn", "the scenario: one agent turn, a real anthropic SDK streaming call through the transport"),
+    ("outcome", "what the agent got: completed, truncated_then_continued, wall_budget, provider_failure"),
+    ("att", "provider attempts the simulated provider received (the transport's retries below the SDK included)"),
+    ("hb", "heartbeats (pings) the transport saw on the wire"),
+    ("ntc", "notices: 30 provider-seconds of semantic silence (no text, thinking or tool call) -- told, never killed"),
+    ("retries", "the transport's retries: reason:delay before the retry, in provider seconds"),
+    ("stop", "the stop reason of the turn's last request (its liveness report)"),
+    ("prefix", "bytes released to the SDK before a truncation: the continuation goes on from them"),
+)
+
+
+def _next_steps(otlp: str | None, capture_dir: str | None) -> list[str]:
+    """What to look at after the demo."""
+    if capture_dir:
+        analyze = (f"otel-liveness analyze {capture_dir}/<file>.jsonl   replay an attempt the flight recorder "
+                   "wrote, under the bounds it ran with")
+    else:
+        analyze = ("otel-liveness demo --capture-dir DIR, then otel-liveness analyze DIR/<file>.jsonl   replay a "
+                   "failed attempt through the engine")
+    dashboards = ("the dashboards: docker compose up, then Grafana at http://localhost:3000 (\"Provider liveness\")"
+                  + ("" if otlp else "; this demo exports into it with --otlp http://localhost:4318"))
+    return [
+        "next:",
+        "  " + analyze,
+        "  otel-liveness serve --scenario dead_socket   this provider as a server, for your own agent (docs/testing.md)",
+        "  " + dashboards,
+        "  docs: README.md (quick starts), docs/configuration.md (every bound), docs/telemetry.md (every span, "
+        "event and metric), docs/tuning.md (bounds from your own fleet: make tune-demo)",
+    ]
 
 
 def _retries_cell(retries: list[dict[str, Any]], width: int) -> str:
@@ -376,7 +434,8 @@ def _retries_cell(retries: list[dict[str, Any]], width: int) -> str:
     return f"{len(retries)} retries"
 
 
-def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict[str, Any] | None, ok: bool, out: Any) -> None:
+def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict[str, Any] | None, ok: bool, out: Any,
+            *, otlp: str | None = None, capture_dir: str | None = None) -> None:
     def p(*args: Any) -> None:
         print(*args, file=out)
 
@@ -390,6 +449,9 @@ def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict
         prefix = "-" if t.truncation_prefix_bytes is None else str(t.truncation_prefix_bytes)
         p(f"{t.scenario:<20} {t.outcome + ('' if t.ok else ' (!)'):<25} {t.attempts:>3} {t.heartbeats:>4} {t.notices:>3} "
           f"{retries:<44} {(t.stop_reason or '-'):<10} {prefix:>6}")
+    p()
+    for name, meaning in COLUMNS[1:]:
+        p(f"  {name:<8} {meaning}")
     p()
     a = accounting
     p(f"accounting: {a['turns']} turns, {a['agent_requests']} agent calls, {a['provider_attempts']} provider attempts, "
@@ -408,5 +470,13 @@ def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict
               f"{MAX_HEARTBEAT_EVENTS} reads that carried heartbeats as events and counts the rest in "
               "liveness.events.heartbeats_coalesced; the liveness.heartbeats counter and each span's "
               "liveness.attempt.heartbeats are exact)")
+    elif otlp:
+        p(f"telemetry: sent over OTLP/HTTP to {otlp}")
+    else:
+        p("telemetry: no summary -- the OpenTelemetry SDK is not installed (pip install 'otel-liveness[sdk]'; "
+          "from a checkout '.[sdk]'); the transport's telemetry goes through the API, a no-op without it")
     p()
     p("self-check: " + ("every turn behaved as the policy says" if ok else "SOME TURNS DID NOT BEHAVE AS EXPECTED"))
+    p()
+    for line in _next_steps(otlp, capture_dir):
+        p(line)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from otel_liveness.cli import main
+from otel_liveness.cli import EXIT_BROKEN_PIPE, main
 
 PING = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
 START = 'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_9","model":"m"}}\n\n'
@@ -143,3 +144,94 @@ def test_a_capture_ended_by_a_verdict_a_hair_early_replays_to_it() -> None:
     for end, verdict in ((0.3 - TOLERANCE / 2, "raw_silence"), (0.3 - 2 * TOLERANCE, "incomplete"), (0.3, "raw_silence")):
         chunks = parse([start, f'{{"t": {end}, "end": true}}'])
         assert replay(chunks, raw_idle=0.3, notice_every=None)["verdict"] == verdict, end
+
+
+@pytest.mark.parametrize("args", [["--json"], []], ids=["json", "text"])
+def test_output_into_a_closed_pipe_exits_quietly(tmp_path: pathlib.Path, args: list[str]) -> None:
+    # `otel-liveness analyze --json | head -1` once head has gone: the reader's end of the pipe is
+    # closed before the command writes, so its first write fails with EPIPE.
+    path = write(tmp_path, long_think(300.0))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "otel_liveness", "analyze", path, *args],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.stderr == ""  # no BrokenPipeError traceback, no "Exception ignored" at exit
+    assert proc.returncode == EXIT_BROKEN_PIPE == 141
+
+
+def test_max_frame_bytes_has_help_and_a_bad_value_is_one_line(tmp_path: pathlib.Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["analyze", "--help"])
+    assert "largest frame the replay accepts" in " ".join(capsys.readouterr().out.split())
+    assert main(["analyze", write(tmp_path, long_think(40.0)), "--max-frame-bytes", "0"]) == 2
+    assert "max_frame_bytes" in capsys.readouterr().err
+
+
+def record_one(tmp_path: pathlib.Path, script: list[object], **bounds: float) -> pathlib.Path:
+    """One attempt through the transport with the flight recorder on and ``bounds`` set; its capture."""
+    import httpx2
+
+    import otel_liveness
+    from otel_liveness import Policy
+    from otel_liveness.testing import SimulatedProvider
+
+    directory = tmp_path / "captures"
+    policy = Policy(capture_dir=str(directory), max_attempts=1, **bounds)  # type: ignore[arg-type]
+    with SimulatedProvider() as provider:
+        url = provider.add("recorded", [script])
+        with httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy, telemetry=False),
+                           timeout=30) as client:
+            with pytest.raises(Exception) as caught:  # the transport's typed failure, checked below
+                with client.stream("POST", f"{url}/v1/messages", json={"stream": True}) as response:
+                    response.read()
+            assert otel_liveness.liveness_error(caught.value) is not None
+    (path,) = directory.glob("*.jsonl")
+    return path
+
+
+@pytest.mark.parametrize(("bounds", "steps", "verdict"), [
+    ({"raw_idle_timeout": 0.3}, "content", "raw_silence"),
+    ({"first_byte_timeout": 0.3}, "headers", "first_byte_timeout"),
+], ids=["raw", "first-byte"])
+def test_a_recorder_capture_replays_under_the_bounds_it_recorded(
+        tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], bounds: dict[str, float], steps: str,
+        verdict: str) -> None:
+    from otel_liveness.testing import anthropic_reply
+    from otel_liveness.testing import steps as s
+
+    script = [s.Headers(), anthropic_reply()[0], s.Stall()] if steps == "content" else [s.Headers(), s.Stall()]
+    path = str(record_one(tmp_path, script, **bounds))
+    meta = json.loads(pathlib.Path(path).read_text().splitlines()[0])["meta"]
+    raw = "raw_idle_timeout" in bounds
+    key = "raw_bound" if raw else "first_byte_bound"
+    assert meta[key] == 0.3
+    # No option given: the capture's own bounds, so the replay reaches the verdict the live attempt had.
+    out = run_json(capsys, path)
+    assert out["verdict"] == verdict and out["at"] == pytest.approx(0.3, abs=0.25)
+    assert out["bounds_from"] == {"raw": "recording", "first_byte": "recording"}
+    assert (out["raw_bound"] if key == "raw_bound" else out["first_byte_bound"]) == 0.3
+    # An option given wins: a 60 s bound has not fallen when the capture ends.
+    again = run_json(capsys, path, "--raw-idle" if raw else "--first-byte", "60")
+    assert again["verdict"] == "incomplete"
+    assert again["bounds_from"] == ({"raw": "option", "first_byte": "recording"} if raw
+                                    else {"raw": "recording", "first_byte": "option"})
+    # The text timeline says where its bounds came from.
+    assert main(["analyze", path]) == 0
+    assert "(recording)" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_a_capture_without_recorded_bounds_uses_the_defaults(tmp_path: pathlib.Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_json(capsys, write(tmp_path, long_think(40.0)))
+    assert out["bounds_from"] == {"raw": "default", "first_byte": "default"} and out["raw_bound"] == 90.0
+
+
+def test_raw_idle_off_switches_the_raw_bound_off(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    silent = [{"t": 0.1, "data": START}, {"t": 500, "data": DELTA}, {"t": 501, "data": STOP}, {"t": 501, "eof": True}]
+    assert run_json(capsys, write(tmp_path, silent))["verdict"] == "raw_silence"
+    out = run_json(capsys, write(tmp_path, silent), "--raw-idle", "off")
+    assert out["verdict"] == "completed" and out["raw_bound"] is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import pathlib
 import re
@@ -145,7 +146,8 @@ def readme_auto_instrumentation() -> tuple[str, str]:
 
 
 def _package_sources() -> list[pathlib.Path]:
-    files = [ROOT / "pyproject.toml", ROOT / "setup.py", ROOT / "README.md"]
+    files = [ROOT / "pyproject.toml", ROOT / "setup.py", ROOT / "README.md", ROOT / "LICENSE", ROOT / "MANIFEST.in",
+             ROOT / "CHANGELOG.md"]
     files += sorted(p for p in (ROOT / "otel_liveness").rglob("*")
                     if p.is_file() and p.suffix in (".py", ".pyi", ".c", ".typed"))
     return files
@@ -312,8 +314,34 @@ def test_the_readme_names_every_extra_and_only_real_ones() -> None:
 
     extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
     install = (ROOT / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
-    named = {extra for group in re.findall(r"otel-liveness\[([a-z0-9,]+)\]", install) for extra in group.split(",")}
+    # From a checkout ('.[anthropic]') today; by name ('otel-liveness[anthropic]') once published.
+    named = {extra for group in re.findall(r"(?:otel-liveness|'\.)\[([a-z0-9,]+)\]", install) for extra in group.split(",")}
     assert named == extras - {"dev"}, (named, extras)
     instrument = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["instrument"]
     assert any(dep.startswith("opentelemetry-distro") for dep in instrument)
     assert any(dep.startswith("opentelemetry-exporter-otlp>") for dep in instrument)  # gRPC and HTTP
+
+
+def test_the_installed_metadata_carries_the_license_urls_and_classifiers() -> None:
+    # The package as the README installs it (the virtualenv of the test above, built from this tree).
+    venv = fresh_venv(readme_auto_instrumentation()[0])
+    code = textwrap.dedent("""
+        import json
+        from importlib.metadata import distribution
+        dist = distribution("otel-liveness")
+        files = [str(f) for f in dist.files if f.name == "LICENSE"]
+        print(json.dumps({"license": dist.metadata["License-Expression"], "files": files,
+                          "text": dist.locate_file(files[0]).read_text() if files else "",
+                          "urls": dist.metadata.get_all("Project-URL"),
+                          "classifiers": dist.metadata.get_all("Classifier")}))
+        """)
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    meta = json.loads(proc.stdout)
+    assert meta["license"] == "Apache-2.0" and len(meta["files"]) == 1
+    assert meta["text"] == (ROOT / "LICENSE").read_text() and "Apache License\n" in meta["text"]
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in meta["text"]
+    assert {url.split(",")[0] for url in meta["urls"]} >= {"Homepage", "Documentation", "Changelog"}
+    pythons = {c.rsplit(" ", 1)[1] for c in meta["classifiers"] if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+    assert pythons == {"3.11", "3.12", "3.13"}
+    assert "Typing :: Typed" in meta["classifiers"] and "Framework :: OpenTelemetry" in meta["classifiers"]

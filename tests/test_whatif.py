@@ -329,7 +329,7 @@ def test_tune_demo_closes_the_loop() -> None:
     from otel_liveness.tools.tune_demo import run_tune_demo
 
     result = run_tune_demo(attempts=16, time_scale=0.02, seed=3)  # 0.02: a loaded machine's delays stay small
-    assert result["recordings"] == 16 and result["unreadable"] == []
+    assert result["recordings"] == 16 and result["unreadable"] == [] and result["named_by_attempt"] == 16
     assert result["fleet"] == {"healthy": 12, "dead_prefill": 2, "dead_thinking": 2}
     compared = result["whatif"]["policies"]
     assert compared["tight-20"]["false_kills"] > 0  # pings 22-30 s apart
@@ -338,6 +338,34 @@ def test_tune_demo_closes_the_loop() -> None:
     assert replayed["tuned"]["false_kills"] == 0 and replayed["tuned"]["missed"] == 0
     assert replayed["tuned"]["detection_s"]["p50"] < replayed["defaults"]["detection_s"]["p50"]
     assert result["ok"] is True
+
+
+def test_the_tune_demo_fleet_is_drawn_from_its_seed_alone() -> None:
+    from otel_liveness.tools.tune_demo import fleet
+
+    assert fleet(24, 7) == fleet(24, 7)
+    assert [a.body_bytes for a in fleet(24, 7)] != [a.body_bytes for a in fleet(24, 8)]
+
+
+def test_tune_demo_recordings_are_named_after_the_fleet_attempt(tmp_path: pathlib.Path) -> None:
+    from otel_liveness.tools.tune import split
+    from otel_liveness.tools.tune_demo import name_by_scenario
+
+    # The recorder's names: written time, request id, pid, a random tag, attempt (the order of
+    # writing is not the fleet's).
+    written = {"20261203T101500-req_sim_000002-4242-9f0c11aa-0.jsonl": "tune-0001",
+               "20261203T101459-req_sim_000001-4242-03be7c21-0.jsonl": "tune-0002",
+               "20261203T101458-req_sim_000003-4242-ffe01b3d-0.jsonl": "tune-0000",
+               "20261203T101501-req_unknown-4242-00000000-0.jsonl": None}
+    for name in written:
+        write(tmp_path, name, timing({"body_bytes": 10}, {"t": 1, "eof": True}))
+    scenario_of = {"req_sim_000001": "tune-0002", "req_sim_000002": "tune-0001", "req_sim_000003": "tune-0000"}
+    assert name_by_scenario(str(tmp_path), scenario_of) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "20261203T101501-req_unknown-4242-00000000-0.jsonl", "tune-0000.jsonl", "tune-0001.jsonl", "tune-0002.jsonl"]
+    recordings, _ = load([str(tmp_path)])
+    _, held = split([r for r in recordings if "tune-" in r.source], 0.5)
+    assert [pathlib.Path(r.source).name for r in held] == ["tune-0001.jsonl"]
 
 
 def test_analyze_reads_a_timing_recording_on_its_own_wire(tmp_path: pathlib.Path,

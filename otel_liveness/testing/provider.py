@@ -9,6 +9,7 @@ import socket
 import ssl
 import struct
 import threading
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,11 +24,16 @@ _REDACT = {"x-api-key", "authorization", "cookie", "api-key", "x-goog-api-key", 
 
 @dataclass
 class Scenario:
-    """Attempt scripts: request n of the scenario plays ``attempts[n]`` (the last one repeats)."""
+    """Attempt scripts: request n of the scenario plays ``attempts[n]`` (the last one repeats);
+    with ``cycle=True``, ``attempts[n % len(attempts)]`` (the sequence starts over: each call a
+    retrying client makes meets the same failures first)."""
 
     attempts: Sequence[Sequence[Any]]
+    cycle: bool = False
 
     def script(self, n: int) -> Sequence[Any]:
+        if self.cycle:
+            return self.attempts[n % len(self.attempts)]
         return self.attempts[min(n, len(self.attempts) - 1)]
 
 
@@ -48,7 +54,7 @@ class RequestLog:
 class _State:
     scenarios: dict[str, Scenario] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
-    log: list[RequestLog] = field(default_factory=list)
+    log: deque[RequestLog] = field(default_factory=deque)
 
 
 class SimulatedProvider:
@@ -56,36 +62,51 @@ class SimulatedProvider:
     ``http2=True``, cleartext HTTP/2 with prior knowledge instead (every request a stream of a
     shared connection; :mod:`otel_liveness.testing.h2server`, needs the ``h2`` package). With an
     ``ssl_context`` (a server context with its certificate loaded) it serves HTTPS, and with
-    ``http2=True`` offers ``h2`` by ALPN, as a provider's HTTPS endpoint does."""
+    ``http2=True`` offers ``h2`` by ALPN, as a provider's HTTPS endpoint does. ``host`` and
+    ``port`` (0: one the system picks) say where it listens; ``log_limit`` keeps only the last
+    that many requests in :meth:`requests` (a long-running server; default: all)."""
 
     def __init__(self, scenarios: dict[str, Scenario] | None = None, *, time_scale: float = 1.0,
-                 http2: bool = False, ssl_context: ssl.SSLContext | None = None) -> None:
+                 http2: bool = False, ssl_context: ssl.SSLContext | None = None, host: str = "127.0.0.1",
+                 port: int = 0, log_limit: int | None = None) -> None:
         self.time_scale = time_scale
         self.http2 = http2
+        self.host = host
         self._ssl = ssl_context
         if ssl_context is not None:
             ssl_context.set_alpn_protocols(["h2"] if http2 else ["http/1.1"])
         #: TCP connections accepted so far (HTTP/2 siblings share one).
         self.connections_accepted = 0
-        self._state = _State(scenarios=dict(scenarios or {}))
+        self._state = _State(scenarios=dict(scenarios or {}), log=deque(maxlen=log_limit))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
         self._ids = itertools.count(1)
         self._writers: set[asyncio.StreamWriter] = set()
+        self._listen_port = port
         self.port = 0
         self._default()
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
     def start(self) -> SimulatedProvider:
+        """Listen and serve in a background thread; raise what stopped it listening (an address
+        in use, a host that is not this machine's)."""
         ready = threading.Event()
+        failed: list[BaseException] = []
 
         def run() -> None:
             loop = asyncio.new_event_loop()
-            self._loop = loop
             asyncio.set_event_loop(loop)
-            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self._ssl))
+            try:
+                self._server = loop.run_until_complete(
+                    asyncio.start_server(self._handle, self.host, self._listen_port, ssl=self._ssl))
+            except BaseException as exc:  # noqa: BLE001 - handed to start(), which raises it
+                failed.append(exc)
+                loop.close()
+                ready.set()
+                return
+            self._loop = loop
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             loop.run_forever()
@@ -95,6 +116,9 @@ class SimulatedProvider:
         self._thread = threading.Thread(target=run, name="simulated-provider", daemon=True)
         self._thread.start()
         ready.wait(10)
+        if failed:
+            self._thread.join(10)
+            raise failed[0]
         return self
 
     def stop(self) -> None:
@@ -130,7 +154,8 @@ class SimulatedProvider:
 
     @property
     def url(self) -> str:
-        return f"{'https' if self._ssl is not None else 'http'}://127.0.0.1:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self._ssl is not None else 'http'}://{host}:{self.port}"
 
     def base_url(self, scenario: str) -> str:
         """The base URL a client uses to play ``scenario`` (``/s/<name>`` + the provider's paths)."""

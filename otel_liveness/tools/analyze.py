@@ -163,6 +163,7 @@ def analyze(
         "frames": dict(sorted(counts.items())),
         "notices": [e.at for e in timeline.events if isinstance(e, SemanticNotice)],
         "first_byte_bound": record.first_byte_bound,
+        "raw_bound": record.raw_bound,
         "max_semantic_gap": round(record.max_semantic_gap, 6),
         "max_raw_gap": round(record.max_raw_gap, 6),
         "event_watchdog": _watchdog(decoded_times, end_t, event_watchdog),
@@ -426,6 +427,13 @@ def render(result: dict[str, Any], *, event_watchdog: float | None = None) -> st
         "frames: " + ", ".join(f"{k}={v}" for k, v in result["frames"].items())
         + f"; max semantic gap {result['max_semantic_gap']:.3f}s; max raw gap {result['max_raw_gap']:.3f}s"
     )
+    sources = result.get("bounds_from")
+    if sources:
+        def bound(value: float | None) -> str:
+            return "off" if value is None else f"{value:g}s"
+
+        lines.append(f"bounds: raw {bound(result['raw_bound'])} ({sources['raw']}), "
+                     f"first byte {bound(result['first_byte_bound'])} ({sources['first_byte']})")
     if event_watchdog is not None:
         fired = result["event_watchdog"]
         lines.append(

@@ -7,7 +7,10 @@
    per MiB of request body, plus jitter), pings every 22-30 s while the model thinks, and a few
    dead sockets -- some during the prefill, some mid-thought; the SDK's read timeout
    (``CLIENT_READ_TIMEOUT``) ends those. Time is scaled (``--time-scale``) and the recordings are
-   rewritten in provider seconds afterwards, so the figures read as the fleet's own.
+   rewritten in provider seconds afterwards, so the figures read as the fleet's own, and named
+   after the fleet's attempts (``tune-0007.jsonl``), so that ``tune``'s held-out split is the
+   same on every run of a seed. The fleet (sizes, prefills, ping gaps, dead sockets) is drawn from
+   the seed; the recorded times are measured, so the machine's scheduling noise is in them.
 2. **whatif** on three policies: the defaults, a 45 s watchdog on everything (what harnesses do),
    and a tight 20 s raw bound.
 3. **tune** on the recordings (three quarters fitted, one quarter held out).
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import shutil
 import tempfile
@@ -37,7 +41,8 @@ from . import tune as tune_mod
 from . import whatif as whatif_mod
 from .recordings import iter_paths
 
-__all__ = ["CLIENT_READ_TIMEOUT", "PREFILL_BASE", "PREFILL_PER_MIB", "fleet", "render", "rescale", "run_tune_demo"]
+__all__ = ["CLIENT_READ_TIMEOUT", "PREFILL_BASE", "PREFILL_PER_MIB", "fleet", "name_by_scenario", "render", "rescale",
+           "run_tune_demo"]
 
 PREFILL_BASE = 1.5  # s before the first byte of a tiny prompt
 PREFILL_PER_MIB = 40.0  # s more per MiB of request body
@@ -124,6 +129,22 @@ def rescale(directory: str, time_scale: float) -> int:
     return count
 
 
+def name_by_scenario(directory: str, scenario_of: Mapping[str, str]) -> int:
+    """Rename the recordings of ``directory`` after the fleet attempt each one recorded
+    (``tune-0007.jsonl``), found by the request id in its file name (``scenario_of``: request id ->
+    scenario, from the provider's log); the number renamed. The recorder names files from the time
+    they were written, the process and a random tag, so their sorted order -- which ``tune``'s
+    held-out split follows -- would change from run to run; after this it follows the seeded fleet."""
+    count = 0
+    for path in iter_paths([directory]):
+        folder, name = os.path.split(path)
+        ids = [part for part in name.split("-") if part in scenario_of]
+        if len(ids) == 1:
+            os.replace(path, os.path.join(folder, f"{scenario_of[ids[0]]}.jsonl"))
+            count += 1
+    return count
+
+
 def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | None = None,
                   seed: int = 7, workers: int = 8) -> dict[str, Any]:
     """Run the loop; the result object (``ok``: the tuned policy's self-check)."""
@@ -142,7 +163,9 @@ def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | N
                 # (staggered starts: a burst of SDK clients would hold the GIL the server's clock needs)
                 endings = list(pool.map(lambda ia: _call(provider, ia[1], policy, time_scale, started + ia[0] * 0.02),
                                         enumerate(plan)))
+            scenario_of = {log.request_id: log.scenario for log in provider.requests()}
         record_s = time.monotonic() - started
+        named = name_by_scenario(directory, scenario_of)
         rescale(directory, time_scale)
         recordings, errors = whatif_mod.load([directory])
         policies = dict(whatif_mod.parse_policy(spec) for spec in POLICIES.values())
@@ -158,15 +181,18 @@ def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | N
     d, t = replayed["policies"]["defaults"], replayed["policies"]["tuned"]
     faster = (t["detection_s"]["p50"] is not None and d["detection_s"]["p50"] is not None
               and t["detection_s"]["p50"] < d["detection_s"]["p50"])
-    ok = t["false_kills"] == 0 and faster and t["missed"] <= d["missed"] and len(recordings) == attempts
+    ok = (t["false_kills"] == 0 and faster and t["missed"] <= d["missed"] and len(recordings) == attempts
+          and named == attempts)
     shapes = {shape: sum(1 for a in plan if a.shape == shape) for shape in ("healthy", "dead_prefill", "dead_thinking")}
     return {
         "ok": ok,
         "time_scale": time_scale,
+        "seed": seed,
         "attempts": attempts,
         "fleet": shapes,
         "client_endings": {e: endings.count(e) for e in sorted(set(endings))},
         "recordings": len(recordings),
+        "named_by_attempt": named,
         "unreadable": errors,
         "record_s": round(record_s, 2),
         "replay_s": round(replay_s, 2),
@@ -181,7 +207,8 @@ def render(result: Mapping[str, Any]) -> str:
     shapes = result["fleet"]
     lines = [
         f"otel-liveness tune-demo: {result['attempts']} anthropic SDK streams through the transport in shadow mode, "
-        f"timing-only recorder on (time scale {result['time_scale']:g}; {result['record_s']:.1f}s to record, "
+        f"timing-only recorder on (seed {result['seed']}, time scale {result['time_scale']:g}; "
+        f"{result['record_s']:.1f}s to record, "
         f"{result['replay_s']:.1f}s to replay)",
         f"  fleet: {shapes['healthy']} healthy (prefill {PREFILL_BASE:g}s + {PREFILL_PER_MIB:g}s/MiB + up to "
         f"{PREFILL_JITTER:g}s, pings every {PING_GAP[0]:g}-{PING_GAP[1]:g}s), {shapes['dead_prefill']} dead in the "
@@ -202,9 +229,12 @@ def render(result: Mapping[str, Any]) -> str:
         "",
     ]
     d, t = result["replayed"]["policies"]["defaults"], result["replayed"]["policies"]["tuned"]
+    def p50(row: Mapping[str, Any]) -> str:
+        value = row["detection_s"]["p50"]
+        return "-" if value is None else f"{value:.1f}s"
+
     lines.append(
         f"{'ok' if result['ok'] else 'FAIL'}: tuned {t['false_kills']} false kills, {t['missed']} missed, detection p50 "
-        f"{t['detection_s']['p50']}s (defaults: {d['false_kills']} false kills, {d['missed']} missed, "
-        f"p50 {d['detection_s']['p50']}s)")
+        f"{p50(t)} (defaults: {d['false_kills']} false kills, {d['missed']} missed, p50 {p50(d)})")
     return "\n".join(lines)
 
