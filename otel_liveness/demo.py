@@ -288,10 +288,10 @@ def _fleet_failures(provider: SimulatedProvider, scenario: DemoScenario, policy:
 
     name = f"{scenario.name}-fleet"
     provider.add(name, Scenario(scenario.script(1.0)))
+    quiet = policy.replace(capture_dir=None)
     for _ in range(scenario.fleet_failures):
         client = anthropic.Anthropic(base_url=provider.base_url(name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
-                                     http_client=httpx2.Client(transport=wrap(httpx2.HTTPTransport(), policy.replace(capture_dir=None),
-                                                                              telemetry=False)))
+                                     http_client=httpx2.Client(transport=wrap(httpx2.HTTPTransport(), quiet, telemetry=False)))
         try:
             client.messages.create(model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "another agent"}])
         except Exception:  # noqa: BLE001 - the failure is the point: it spends the host's budget
