@@ -26,6 +26,7 @@ from .core.errors import (
     StreamTruncated,
     WallTimeout,
     liveness_error,
+    liveness_report,
 )
 from .core.events import (
     AttemptEnded,
@@ -123,6 +124,7 @@ __all__ = [
     "decode_partial",
     "liveness_error",
     "liveness_policy",
+    "liveness_report",
     "recorder_stats",
     "wrap",
 ]

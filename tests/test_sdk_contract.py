@@ -349,3 +349,53 @@ def test_the_fallback_middlewares_capacity_errors_are_its_to_handle(provider) ->
         sdk(url).messages.create(model="m", max_tokens=5, messages=MESSAGES)
     assert provider.attempts("no-middleware") > 1
 
+
+
+# -- one way to learn how the transport ended a request (README, "Handling what the transport cannot recover") --
+
+
+def ending(exc: BaseException | None) -> str:
+    """The README's pattern, as a function of what the SDK raised."""
+    if exc is None:
+        return "answered"
+    error = otel_liveness.liveness_error(exc)
+    report = otel_liveness.liveness_report(exc)
+    if isinstance(error, StreamTruncated):
+        return f"truncated:{otel_liveness.continuation_message(error.partial) is not None}"
+    if report and report["stop_reason"] in ("exhausted", "rate_limited", "retry_budget", "wall_budget"):
+        return f"provider failure:{report['stop_reason']}:{report['cause']}:{len(report['attempts'])}"
+    if report:
+        return f"other:{report['stop_reason']}"
+    return "not judged"
+
+
+@pytest.mark.parametrize(("script", "policy", "drain", "expected"), [
+    ([[s.Headers(), *anthropic_reply("fine")]], FAST, False, "answered"),
+    ([[s.Headers(), *anthropic_reply("abcd", thinking="plan", deltas=4, stall_after=2), s.Stall()]], FAST, False,
+     "truncated:True"),
+    ([[s.Headers(), anthropic_reply()[0], s.Stall()]], FAST, False, "provider failure:exhausted:raw_silence:3"),
+    ([[anthropic_status(529, "overloaded_error")]], FAST, False, "provider failure:exhausted:status_529:3"),
+    ([[s.Headers(), anthropic_reply()[0], s.Raw(anthropic_error("overloaded_error"))]], FAST, False,
+     "provider failure:exhausted:error_event:overloaded_error:3"),
+    ([[anthropic_status(429, "rate_limit_error")]], FAST.replace(max_rate_limit_attempts=2), False,
+     "provider failure:rate_limited:status_429:2"),
+    ([[anthropic_status(529, "overloaded_error")]], FAST, True, "provider failure:retry_budget:status_529:1"),
+    ([[s.HangBeforeHeaders()]], FAST.replace(wall_timeout=0.2, raw_idle_timeout=5.0), False,
+     "provider failure:wall_budget:wall_budget:1"),
+    ([[anthropic_status(400, "invalid_request_error")]], FAST, False, "other:rejected"),
+], ids=["answered", "truncated", "dead-exhausted", "529-exhausted", "in-band-exhausted", "rate-limited",
+        "retry-budget", "wall-budget", "rejected"])
+def test_the_readme_pattern_names_every_ending_through_the_sdk(provider, script, policy, drain, expected) -> None:  # type: ignore[no-untyped-def]
+    if drain:  # other agents of the process spent the host's budget just before
+        spent = provider.add("spent", [[anthropic_status(529, "overloaded_error")]])
+        for _ in range(3):
+            with pytest.raises(anthropic.APIStatusError):
+                sdk(spent, policy).messages.create(model="m", max_tokens=5, messages=MESSAGES)
+    url = provider.add("ending", script)
+    raised: BaseException | None = None
+    try:
+        with sdk(url, policy).messages.stream(model="m", max_tokens=5, messages=MESSAGES) as stream:
+            stream.get_final_text()
+    except Exception as exc:  # noqa: BLE001 - what the SDK raised is the input
+        raised = exc
+    assert ending(raised) == expected

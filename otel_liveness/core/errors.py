@@ -40,11 +40,15 @@ __all__ = [
     "StreamTruncated",
     "WallTimeout",
     "liveness_error",
+    "liveness_report",
 ]
 
 
 class LivenessError(Exception):
-    """Base class of all otel-liveness errors."""
+    """Base class of all otel-liveness errors. ``report``: the outcome report of the request it
+    ended (what ``response.extensions["liveness"]`` holds for a response), when a transport raised it."""
+
+    report: dict[str, Any] | None = None
 
 
 class MalformedStream(LivenessError):
@@ -216,6 +220,34 @@ class IllegalInput(LivenessError, RuntimeError):
         super().__init__(f"engine input {input}() is not legal in state {state!r}")
         self.input = input
         self.state = state
+
+
+def liveness_report(exc: BaseException | None) -> dict[str, Any] | None:
+    """The outcome report of the request behind ``exc``, whatever raised it -- the one public way to
+    learn how the transport ended a request that failed: from our typed error (its ``report``), or
+    from an SDK's status error whose response the transport passed up (a status or an in-band
+    error the budget did not retry, or the last of a spent budget: ``exc.response.extensions``).
+    ``report["stop_reason"]`` says why it ended (``exhausted``, ``rate_limited``, ``retry_budget``,
+    ``rejected``, ``truncated``, ``wall_budget``...), ``report["cause"]`` the last failure, and
+    ``report["attempts"]`` each attempt. ``None`` when no transport judged the request::
+
+        except Exception as exc:
+            report = otel_liveness.liveness_report(exc)
+            if report and report["stop_reason"] in ("exhausted", "rate_limited", "retry_budget"):
+                ...  # the provider is failing: back off, fail over
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, LivenessError) and exc.report is not None:
+            return exc.report
+        response = getattr(exc, "response", None)
+        extensions = getattr(response, "extensions", None)
+        if isinstance(extensions, dict) and isinstance(extensions.get("liveness"), dict):
+            report: dict[str, Any] = extensions["liveness"]
+            return report
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def liveness_error(exc: BaseException | None) -> LivenessError | None:

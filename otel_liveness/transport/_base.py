@@ -221,12 +221,15 @@ def io_failed(family: Family, engine: Engine, now: float, exc: Exception) -> Com
     raise exc
 
 
-def error_for(family: Family, request: Any, command: Command) -> BaseException:
-    """The exception a :class:`Fail` or :class:`Reraise` command asks for."""
+def error_for(family: Family, request: Any, command: Command, report: dict[str, Any] | None = None) -> BaseException:
+    """The exception a :class:`Fail` or :class:`Reraise` command asks for; a typed error carries
+    the request's outcome ``report`` (``otel_liveness.liveness_report``)."""
     if isinstance(command, Reraise):
         return command.exc
     if isinstance(command, Fail):
-        return family.error(command, request)
+        error = family.error(command, request)
+        error.report = report
+        return error
     raise AssertionError(f"not a failure: {command!r}")  # pragma: no cover
 
 

@@ -117,7 +117,7 @@ class AsyncLivenessStream:
                             yield command.data
                         command = command.then
             if command is not COMPLETE:
-                raise error_for(self._family, self._request, command)
+                raise error_for(self._family, self._request, command, engine.published)
         except BaseException as exc:
             engine.abandoned(clock(), exc)
             raise

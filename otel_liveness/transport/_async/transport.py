@@ -85,7 +85,7 @@ class AsyncLivenessMixin(TransportBase):
                         await result.aread()
                     return result
                 else:
-                    raise error_for(self._family, request, command)
+                    raise error_for(self._family, request, command, engine.published)
         except BaseException as exc:
             engine.abandoned(clock(), exc)  # nothing if the engine ended it (a Fail it answered)
             await _discard(response)

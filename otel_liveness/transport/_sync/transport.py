@@ -86,7 +86,7 @@ class SyncLivenessMixin(TransportBase):
                         result.read()
                     return result
                 else:
-                    raise error_for(self._family, request, command)
+                    raise error_for(self._family, request, command, engine.published)
         except BaseException as exc:
             engine.abandoned(clock(), exc)  # nothing if the engine ended it (a Fail it answered)
             _discard(response)
