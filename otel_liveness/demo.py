@@ -27,7 +27,7 @@ from .testing import steps as s
 from .testing.scripts import anthropic_error, anthropic_status, sse_event
 from .transport._base import BUDGETS
 
-__all__ = ["SCENARIOS", "run_demo"]
+__all__ = ["SCENARIOS", "fleet_failures", "run_demo"]
 
 MODEL = "claude-sim-1"
 
@@ -217,7 +217,7 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
     events: list[Any] = []
     policy = scaled_policy(ts, shadow=shadow, wall=scenario.wall).replace(capture_dir=capture_dir)
     BUDGETS.clear()  # each turn on its own: the host's retry budget full (core/budget.py) ...
-    _fleet_failures(provider, scenario, policy)  # ... unless other agents spent it just before
+    fleet_failures(provider, scenario, policy)  # ... unless other agents spent it just before
     transport = wrap(httpx2.HTTPTransport(), policy, hooks=[events.append, *hooks])
     client = anthropic.Anthropic(
         base_url=provider.base_url(scenario.name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
@@ -275,7 +275,7 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
     return result
 
 
-def _fleet_failures(provider: SimulatedProvider, scenario: DemoScenario, policy: Policy) -> None:
+def fleet_failures(provider: SimulatedProvider, scenario: DemoScenario, policy: Policy) -> None:
     """Other agents of this process whose calls to the same host failed just before the turn
     (``fleet_failures``), each with the turn's own failure, through transports of their own (no
     telemetry: they are not the turn's)."""

@@ -56,7 +56,7 @@ SDKS = {
                      ("httpx2", "httpcore2", "pyright", "ruff", "nodeenv", "boto3-stubs", "botocore-stubs",
                       "types-awscrt", "types-s3transfer")),
     "openai": Sdk("openai", "", ("tests/api_resources",),
-                  ("httpx2", "httpcore2", "pyright", "ruff", "nodeenv", "mypy", "types-")),
+                  ("httpx2", "httpcore2", "pyright", "ruff", "nodeenv", "mypy", "types-", "ty", "pandas-stubs")),
 }
 
 
@@ -79,11 +79,18 @@ def sdist(sdk: Sdk, version: str) -> Path:
 
 
 def requirements(sdk: Sdk, src: Path) -> list[str]:
-    """The SDK's locked development requirements, less its own package, our family pins, linters
-    and stubs, and lines for Pythons other than this one."""
+    """The SDK's locked development requirements (``requirements-dev.lock``; else its pyproject's
+    ``[dependency-groups] dev``), less its own package, our family pins, linters and stubs, and
+    lines for Pythons other than this one."""
     lock = src / "requirements-dev.lock"
+    if lock.exists():
+        lines = lock.read_text().splitlines()
+    else:
+        import tomllib
+
+        lines = tomllib.loads((src / "pyproject.toml").read_text()).get("dependency-groups", {}).get("dev", [])
     out = []
-    for line in lock.read_text().splitlines():
+    for line in lines:
         line = line.strip()
         if not line or line.startswith("#") or line.startswith("-e") or "python_full_version <" in line:
             continue

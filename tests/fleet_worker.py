@@ -22,10 +22,11 @@ import httpx2
 
 import otel_liveness
 from otel_liveness.core.events import AttemptEnded, Heartbeats, RequestEnded, RetryScheduled
-from otel_liveness.demo import SCENARIOS, scaled_policy
+from otel_liveness.demo import SCENARIOS, fleet_failures, scaled_policy
 from otel_liveness.telemetry import TelemetryHook
 from otel_liveness.telemetry.export import otlp_http
 from otel_liveness.testing import Scenario, SimulatedProvider
+from otel_liveness.transport._base import BUDGETS
 
 
 class Truth:
@@ -73,6 +74,10 @@ def run(otlp: str, service: str, names: list[str], rounds: int, ts: float, model
                 key = f"{name}-{r}"
                 provider.add(key, Scenario(sc.script(ts)))
                 policy = scaled_policy(ts, shadow=False, wall=sc.wall)
+                # Each scenario is its own work (as in the demo): the host's retry budget full for
+                # it, so that one long-lived process and many short-lived ones do the same work.
+                BUDGETS.clear()
+                fleet_failures(provider, sc, policy)  # (provider_down: other agents spent it just before)
                 transport = otel_liveness.wrap(httpx2.HTTPTransport(), policy, hooks=[truth, hook])
                 body = {"model": model, "max_tokens": 64, "stream": True,
                         "messages": [{"role": "user", "content": f"fleet {name}"}]}

@@ -40,7 +40,7 @@ from .store import STORE_LABELS, StoreUnavailable, Thanos, thanos_binary
 pytestmark = pytest.mark.serial
 
 MIX = ["dead_socket", "inband_overload", "rate_limit_storm", "long_think", "stall_after_partial", "exhausted",
-       "wall_budget"]
+       "wall_budget", "provider_down"]
 RUNBOOK = "https://runbooks.example.test/otel-liveness/operations.md"
 
 
