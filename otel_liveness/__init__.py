@@ -16,6 +16,7 @@ from ._version import __version__
 from .core.anthropic import continuation_message, decode_partial
 from .core.errors import (
     BodyNotReplayable,
+    ConfigurationWarning,
     CorruptFrame,
     FrameTooLarge,
     InvalidPolicy,
@@ -98,6 +99,7 @@ __all__ = [
     "AttemptOutcome",
     "AttemptStarted",
     "BodyNotReplayable",
+    "ConfigurationWarning",
     "CorruptFrame",
     "FrameKind",
     "FrameTooLarge",

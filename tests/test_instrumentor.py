@@ -176,6 +176,35 @@ def test_opentelemetry_instrument_exports_attempt_spans_and_metrics(provider, tm
     assert "PLANTED" not in exported
 
 
+def test_a_bad_variable_under_opentelemetry_instrument_stops_nothing(provider, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # A typo and an unparsable value: each one warning on stderr; the instrumentation still loads
+    # (the distro's tracer provider -- the SDK's call span is exported) and the policy applies.
+    url = provider.add("cli-bad-env", [[s.Headers(), *anthropic_reply()[:1], s.Reset()],
+                                       [s.Headers(), *anthropic_reply("auto-instrumented")]])
+    script = tmp_path / "agent.py"
+    script.write_text(SCRIPT)
+    bindir = pathlib.Path(sys.executable).parent
+    command = shutil.which("opentelemetry-instrument", path=str(bindir)) or str(bindir / "opentelemetry-instrument")
+    with OTLPReceiver() as receiver:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+            "OTEL_SERVICE_NAME": "agent", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
+            "OTEL_LIVENESS_HOSTS": "127.0.0.1", "OTEL_LIVENESS_MODE": "enforce",
+            "OTEL_LIVENESS_RAW_IDLE_TIMOUT": "0.5", "OTEL_LIVENESS_MAX_ATTEMPTS": "banana",
+        }
+        proc = subprocess.run([command, sys.executable, str(script), url], env=env, capture_output=True,
+                              text=True, timeout=120)
+        spans = receiver.spans()
+    assert proc.returncode == 0 and proc.stdout.strip() == "auto-instrumented", proc.stderr[-3000:]
+    assert "Failed to auto initialize" not in proc.stderr
+    assert "OTEL_LIVENESS_RAW_IDLE_TIMOUT='0.5' is ignored" in proc.stderr
+    assert "OTEL_LIVENESS_MAX_ATTEMPTS='banana' is ignored" in proc.stderr
+    assert provider.attempts("cli-bad-env") == 2  # enforced: retried below the SDK
+    assert {scope for scope, _ in spans} >= {S.SCOPE, "com.anthropic.sdk.python"}
+
+
 def test_the_default_hosts_are_documented() -> None:
     from otel_liveness.telemetry.instrumentor import DEFAULT_HOSTS
 

@@ -7,6 +7,7 @@
     │   ├── FrameTooLarge              one SSE line/frame or event-stream message exceeded the bound
     │   └── CorruptFrame               a binary frame failed validation (CRC, length, header, cut short)
     ├── InvalidPolicy (ValueError)     a Policy field or OTEL_LIVENESS_* variable is wrong
+    │                                  (from the environment of a transport: ConfigurationWarning, ignored)
     ├── StreamTruncated                content was released, then the stream died; carries the prefix
     ├── ProviderError                  the retry budget is spent; names attempts and the last cause
     │   ├── RateLimited                ... and the last cause was a 429 / rate-limit error
@@ -29,6 +30,7 @@ from typing import Any
 
 __all__ = [
     "BodyNotReplayable",
+    "ConfigurationWarning",
     "CorruptFrame",
     "FrameTooLarge",
     "IllegalInput",
@@ -102,6 +104,12 @@ class InvalidPolicy(LivenessError, ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+class ConfigurationWarning(UserWarning):
+    """An ``OTEL_LIVENESS_*`` variable is unknown or invalid: it is ignored, the default is used.
+    (A warning, not an error: a typo must not stop an application's transports or its other
+    instrumentation from loading.)"""
 
 
 class StreamTruncated(LivenessError):

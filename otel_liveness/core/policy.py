@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Protocol
 
@@ -237,12 +238,21 @@ class Policy:
         return replace(self, **changes)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str], base: Policy | None = None) -> Policy:
-        """Read ``OTEL_LIVENESS_<FIELD>`` variables (e.g. ``OTEL_LIVENESS_RAW_IDLE_TIMEOUT=30``).
-        ``none``/``off`` switch an optional clock off. Unknown ``OTEL_LIVENESS_*`` names and
-        unparsable values raise :class:`InvalidPolicy` naming the variable."""
+    def from_env(cls, environ: Mapping[str, str] | None = None, base: Policy | None = None, *,
+                 on_invalid: Callable[[str, str, InvalidPolicy], None] | None = None) -> Policy:
+        """Read ``OTEL_LIVENESS_<FIELD>`` variables (e.g. ``OTEL_LIVENESS_RAW_IDLE_TIMEOUT=30``) from
+        ``environ`` (default: the process's environment) over ``base`` (default: the defaults).
+        ``none``/``off`` switch an optional clock off. An unknown ``OTEL_LIVENESS_*`` name or an
+        unparsable value raises :class:`InvalidPolicy` naming the variable -- or, with
+        ``on_invalid``, is reported to it as ``(variable, value, error)`` and left out (what the
+        transports and the instrumentor do: a bad variable never stops them, or another
+        instrumentor, from loading)."""
+        if environ is None:
+            import os
+
+            environ = os.environ
         base = base or cls()
-        known = {f.name: f for f in fields(cls)}
+        known = {f.name for f in fields(cls)}
         changes: dict[str, Any] = {}
         for key, raw in environ.items():
             if not key.startswith("OTEL_LIVENESS_"):
@@ -250,13 +260,32 @@ class Policy:
             name = key[len("OTEL_LIVENESS_") :].lower()
             if name in _ENV_IGNORED:
                 continue
-            if name not in known:
-                raise InvalidPolicy(key, f"unknown setting (known: {', '.join(sorted(known))})")
-            changes[name] = _parse_env(key, name, raw.strip())
-        return replace(base, **changes) if changes else base
+            try:
+                if name not in known:
+                    close = difflib.get_close_matches(name, known, 1)
+                    hint = f"did you mean OTEL_LIVENESS_{close[0].upper()}?" if close else "docs/configuration.md lists them"
+                    raise InvalidPolicy(key, f"unknown setting; {hint}")
+                value = _parse_env(key, name, raw.strip())
+                if on_invalid is not None:
+                    replace(base, **{name: value})  # (validated alone: one bad value leaves the rest)
+            except InvalidPolicy as exc:
+                if on_invalid is None:
+                    raise
+                on_invalid(key, raw, exc)
+                continue
+            changes[name] = value
+        if not changes:
+            return base
+        try:
+            return replace(base, **changes)
+        except InvalidPolicy as exc:  # values valid alone, not together (a timeout below its notice interval)
+            if on_invalid is None:
+                raise
+            on_invalid(", ".join(f"OTEL_LIVENESS_{n.upper()}" for n in changes), "", exc)
+            return base
 
 
-_ENV_IGNORED = {"enabled", "mode", "hosts", "pure"}  # read by the instrumentor (and the core: pure), not the policy
+_ENV_IGNORED = {"mode", "hosts", "pure"}  # read by the instrumentor (and the core: pure), not the policy
 
 
 def _parse_env(key: str, name: str, raw: str) -> Any:

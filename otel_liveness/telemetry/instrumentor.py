@@ -31,9 +31,9 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from ..core.errors import InvalidPolicy
-from ..core.policy import Policy
 from ..core.providers import HOST_PATTERNS
 from ..transport import family_of, installed_modules, is_liveness_transport, liveness_in, liveness_transports, seat, unseat
+from ..transport._base import policy_from_env, warn_invalid_variable
 from ._hook import TelemetryHook
 
 __all__ = ["DEFAULT_HOSTS", "LivenessInstrumentor"]
@@ -63,8 +63,11 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
         if kwargs.get("enforce") is not None:
             mode = "enforce" if kwargs["enforce"] else "shadow"
         if mode not in ("shadow", "enforce"):
-            raise InvalidPolicy("OTEL_LIVENESS_MODE", f"expected shadow or enforce, got {mode!r}")
-        policy = kwargs.get("policy") or Policy.from_env(environ)
+            # Never raise here: under opentelemetry-instrument that would stop every instrumentor.
+            warn_invalid_variable("OTEL_LIVENESS_MODE", environ.get("OTEL_LIVENESS_MODE", ""),
+                                  InvalidPolicy("OTEL_LIVENESS_MODE", "expected shadow or enforce"))
+            mode = "shadow"
+        policy = kwargs.get("policy") or policy_from_env()
         policy = policy.replace(shadow=mode == "shadow")
         hosts = kwargs.get("hosts")
         if hosts is None:

@@ -9,12 +9,14 @@ import logging
 import random
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..core.budget import RetryBudgets
 from ..core.commands import Command, Fail, Reraise, Respond, Send
 from ..core.engine import Engine, IOFailure
+from ..core.errors import ConfigurationWarning
 from ..core.events import Event, Hook, SendsInContext
 from ..core.hosts import HostMatcher
 from ..core.memory import CadenceMemory, ExhaustedCache
@@ -26,7 +28,8 @@ from ._family import Family
 from ._overrides import current_policy
 from ._recorder import FlightRecorder
 
-__all__ = ["BUDGETS", "TransportBase", "error_for", "header_dict", "io_failed", "log_hook_error", "retry_budget_fills"]
+__all__ = ["BUDGETS", "TransportBase", "error_for", "header_dict", "io_failed", "log_hook_error", "policy_from_env",
+           "retry_budget_fills", "warn_invalid_variable"]
 
 log = logging.getLogger("otel_liveness")
 _NO_CONTEXT = contextlib.nullcontext()  # reusable: it holds nothing
@@ -57,7 +60,9 @@ class TransportBase:
         elif transport_kwargs:
             raise TypeError(f"transport options {sorted(transport_kwargs)} apply only when no inner transport is given")
         self._inner = inner
-        self._policy = policy or Policy()
+        # An explicit policy is used as given; without one, the OTEL_LIVENESS_* variables over the
+        # defaults (as OpenTelemetry's own components read OTEL_*): one configuration story.
+        self._policy = policy or policy_from_env()
         # Shared by every request and thread of this transport, each guarded (docs: RELIABILITY.md,
         # "Composition"): the hooks are an immutable tuple replaced under ``_lock`` (readers take
         # the current tuple without locking); the two memories lock every operation themselves.
@@ -265,3 +270,34 @@ def retry_budget_fills(now: float) -> dict[str, float]:
         label = budget.label or "_OTHER"
         fills[label] = min(fill, fills.get(label, fill))
     return fills
+
+
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def policy_from_env() -> Policy:
+    """The policy the ``OTEL_LIVENESS_*`` variables make over the defaults. A variable that is
+    unknown or invalid is left out with one WARNING naming it and what is used instead -- never an
+    exception: a typo must not stop an application's transports, or another instrumentor, from
+    loading."""
+    return Policy.from_env(on_invalid=warn_invalid_variable)
+
+
+def warn_invalid_variable(key: str, value: str, exc: Exception) -> None:
+    """One warning per variable and process (:class:`~otel_liveness.core.errors.ConfigurationWarning`,
+    shown on stderr by default -- a library's log records are not, until the application configures
+    logging; ``logging.captureWarnings(True)`` routes it to the logs): it is ignored, and the default
+    is used."""
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    name = key.removeprefix("OTEL_LIVENESS_").lower()
+    if name in Policy.__dataclass_fields__:
+        used = f"the default, {getattr(Policy(), name)!r}, is used"
+    elif "," in key:
+        used = "the defaults are used for them"
+    else:
+        used = "it is not a setting"
+    warnings.warn(f"otel-liveness: {key}={value!r} is ignored ({exc}); {used}", ConfigurationWarning, stacklevel=2)
