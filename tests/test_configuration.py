@@ -85,3 +85,27 @@ def test_the_instrumentor_never_raises_on_a_bad_variable(monkeypatch: pytest.Mon
         uninstrument()
     assert {"OTEL_LIVENESS_MODE", "OTEL_LIVENESS_MAX_ATTEMPTS"} <= {str(w.message).split("=")[0].split()[-1]
                                                                       for w in caught}
+
+
+def test_a_raw_bound_that_misses_a_wire_silent_provider_says_which_knob_applies(provider) -> None:  # type: ignore[no-untyped-def]
+    # A user bounds raw silence for an OpenAI stream with raw_idle_timeout: that wire is silent while
+    # a model reasons, so the no-keep-alive bound applies -- said once, naming the knob that does.
+    import openai
+
+    from otel_liveness.testing import openai_chat_reply
+    from otel_liveness.testing import steps as s
+
+    url = provider.add("openai-bound", [[s.Headers(), *openai_chat_reply("hi")]])
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), Policy(raw_idle_timeout=0.1), telemetry=False)
+    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=transport))
+    with pytest.warns(otel_liveness.ConfigurationWarning, match="raw_idle_timeout_no_keepalive") as caught:
+        for _ in range(2):
+            list(client.chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "hi"}], stream=True))
+    assert len([w for w in caught if "does not bound openai-chat" in str(w.message)]) == 1  # once per transport
+    # Both bounds set, or an Anthropic stream: nothing to say.
+    both = otel_liveness.wrap(httpx2.HTTPTransport(), Policy(raw_idle_timeout=0.1, raw_idle_timeout_no_keepalive=5.0),
+                              telemetry=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", otel_liveness.ConfigurationWarning)
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=both))
+        list(client.chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "hi"}], stream=True))

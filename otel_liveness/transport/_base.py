@@ -21,7 +21,7 @@ from ..core.events import Event, Hook, SendsInContext
 from ..core.hosts import HostMatcher
 from ..core.memory import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
-from ..core.providers import generation_path, select_provider, streams_by_url
+from ..core.providers import PROFILES, generation_path, select_provider, streams_by_url
 from ..core.request import RequestFacts
 from ._body import replay_body
 from ._family import Family
@@ -73,6 +73,7 @@ class TransportBase:
         self._hosts = None if hosts is None else HostMatcher(hosts)  # names and patterns (core.hosts)
         self._exhausted: ExhaustedCache[Fail] = ExhaustedCache(lock=threading.Lock())
         self._cadence = CadenceMemory(lock=threading.Lock())
+        self._warned_bounds: set[str] = set()  # wires whose raw bound the policy's raw_idle_timeout misses (warned)
         self._install_wakeups(inner)
 
     def _install_wakeups(self, inner: Any) -> None:  # pragma: no cover - defined by the drivers
@@ -126,6 +127,15 @@ class TransportBase:
         )
         if policy.provider is None and facts.model is None and not generation_path(url.path):
             return None
+        provider = policy.provider or select_provider(url.host, url.path)
+        if facts.streaming and provider not in self._warned_bounds and _raw_bound_misses(policy, provider):
+            self._warned_bounds.add(provider)
+            warnings.warn(
+                f"otel-liveness: raw_idle_timeout ({policy.raw_idle_timeout:g} s) does not bound {provider} streams: "
+                f"that wire is silent while a model reasons, so raw_idle_timeout_no_keepalive "
+                f"({policy.raw_idle_timeout_no_keepalive:g} s) applies until it shows a keep-alive; set "
+                f"raw_idle_timeout_no_keepalive (OTEL_LIVENESS_RAW_IDLE_TIMEOUT_NO_KEEPALIVE) to bound it "
+                f"(docs/configuration.md, 'Which bound applies')", ConfigurationWarning, stacklevel=3)
         hooks: list[Hook] = [*self._hooks, *_context_hooks(request)]
         if policy.capture_dir:
             hooks.append(FlightRecorder(policy.capture_dir, policy))
@@ -136,7 +146,7 @@ class TransportBase:
                                                         policy.max_replay_body_bytes)
         return Engine(
             policy, facts, now,
-            provider=policy.provider or select_provider(url.host, url.path),
+            provider=provider,
             hooks=hooks, on_hook_error=log_hook_error, wall_now=time.time, jitter=random.random,
             exhausted=self._exhausted, cadence=self._cadence, body_replayable=replay.problem if replay else None,
             lock=threading.RLock(),  # a sync body may be closed from another thread while it is read
@@ -301,3 +311,14 @@ def warn_invalid_variable(key: str, value: str, exc: Exception) -> None:
     else:
         used = "it is not a setting"
     warnings.warn(f"otel-liveness: {key}={value!r} is ignored ({exc}); {used}", ConfigurationWarning, stacklevel=2)
+
+
+_DEFAULTS = Policy()
+
+
+def _raw_bound_misses(policy: Policy, provider: str) -> bool:
+    """The policy changed ``raw_idle_timeout`` but left ``raw_idle_timeout_no_keepalive`` at its
+    default, and ``provider``'s wire is silent while a model reasons: the changed bound does not
+    apply to it (the user likely meant it to)."""
+    return (not PROFILES[provider].keepalives and policy.raw_idle_timeout != _DEFAULTS.raw_idle_timeout
+            and policy.raw_idle_timeout_no_keepalive == _DEFAULTS.raw_idle_timeout_no_keepalive)
