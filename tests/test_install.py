@@ -345,3 +345,22 @@ def test_the_installed_metadata_carries_the_license_urls_and_classifiers() -> No
     pythons = {c.rsplit(" ", 1)[1] for c in meta["classifiers"] if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
     assert pythons == {"3.11", "3.12", "3.13"}
     assert "Typing :: Typed" in meta["classifiers"] and "Framework :: OpenTelemetry" in meta["classifiers"]
+
+
+def test_a_build_without_a_compiler_is_a_pure_wheel(tmp_path: pathlib.Path) -> None:
+    # No C compiler: the optional extensions are left out, the reference implementations run, and the
+    # wheel says it is for any platform (not this one's tag over pure-Python contents).
+    src = tmp_path / "src"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(src)], check=True)
+    shutil.copy(ROOT / "setup.py", src / "setup.py")  # (the working tree's, committed or not)
+    out = tmp_path / "wheels"
+    env = {**os.environ, "CC": "/bin/false"}
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(out)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = out.glob("*.whl")
+    assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "otel_liveness/core/bulk.py" in names and not [n for n in names if n.endswith(".so")]
