@@ -48,6 +48,15 @@ def pytest_configure(config: pytest.Config) -> None:
     _INSTRUMENTOR.instrument(enforce=_MODE == "enforce", hosts=["*"], hooks=[_count])
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Each test starts with the process's retry budgets full: a test is a unit of work of its own
+    (as in the project's suite), so its outcome does not depend on the tests before it on its worker."""
+    if _MODE != "plain":
+        from otel_liveness.transport._base import BUDGETS
+
+        BUDGETS.clear()
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     previous = _OUTCOMES.get(report.nodeid)
     if report.when == "call" or report.failed or report.skipped:

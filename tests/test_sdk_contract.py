@@ -399,3 +399,28 @@ def test_the_readme_pattern_names_every_ending_through_the_sdk(provider, script,
     except Exception as exc:
         raised = exc
     assert ending(raised) == expected
+
+
+def test_with_retry_statuses_off_a_middleware_sees_the_first_status(provider) -> None:  # type: ignore[no-untyped-def]
+    # An SDK middleware that falls back to another model on a 529 (the SDK's own test's shape):
+    # with the transport's status retries off it gets the first 529 and its fallback answers.
+    from anthropic import Middleware
+
+    url = provider.add("fallback", [[anthropic_status(529, "overloaded_error")], [s.Headers(), *anthropic_reply("fb")]])
+    models: list[str] = []
+
+    class ModelFallback(Middleware):
+        def handle(self, request: Any, call_next: Any) -> Any:
+            response = call_next(request)
+            if response.status_code != 529:
+                return response
+            models.append("fallback")
+            return call_next(request.copy(body={**request.json, "model": "claude-fallback"}))
+
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST.replace(retry_statuses=False), telemetry=False)
+    client = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, middleware=[ModelFallback()],
+                                 http_client=httpx2.Client(transport=transport))
+    with client.messages.stream(model="claude-first", max_tokens=5, messages=MESSAGES) as stream:
+        assert stream.get_final_text() == "fb"
+    assert models == ["fallback"] and provider.attempts("fallback") == 2
+    assert [r.body for r in provider.requests("fallback")][1].count(b"claude-fallback") == 1

@@ -626,8 +626,9 @@ class Engine:
             if exc is not None:
                 return Reraise(exc)
             return COMPLETE  # the body ended as it came (EOF): reported as observed
-        if status_response and self.facts.statuses_above:
-            # An SDK component above recovers from this status itself: it is its to act on, at once.
+        if status_response and (self.facts.statuses_above or not self.policy.retry_statuses):
+            # An SDK component above recovers from this status itself (its refusal-fallback
+            # middleware's requests; every request with retry_statuses off): its to act on, at once.
             self._conclude(now, attempt_outcome(failure), R.error_type(failure), StopReason.DEFERRED, failure.cause)
             return self._respond(passthrough=True)
         decision = decide(self.retry_state, failure, self.policy, wall_now=self.wall_now(), jitter=self.jitter())

@@ -121,7 +121,9 @@ class Policy:
     for failed attempts and a ``capture_sample`` fraction of completed ones; ``capture_max_bytes``
     caps the directory (the oldest recordings are evicted first);
     ``mark_exhausted_responses`` sets ``x-should-retry: false`` on a final error response so an
-    SDK above does not multiply attempts; ``propagate_baggage`` lets the trace context the
+    SDK above does not multiply attempts; ``retry_statuses=False`` passes every error status up at
+    once, unretried and unmarked, for an SDK (or its middleware) that recovers from statuses itself
+    -- the transport keeps what only it sees (wire silence, connection failures, in-band errors); ``propagate_baggage`` lets the trace context the
     transport adds to a request carry the application's W3C baggage (off: a provider is a third
     party, and baggage holds the application's own keys -- tenants, users -- so only
     ``traceparent``/``tracestate`` go).
@@ -156,6 +158,7 @@ class Policy:
     capture_max_bytes: int = 256 * 1024 * 1024
     mark_exhausted_responses: bool = True
     propagate_baggage: bool = False
+    retry_statuses: bool = True
     retry_budget: float | None = 10.0
     retry_budget_ratio: float = 0.1
     retry_budget_window: float = 10.0
@@ -203,7 +206,7 @@ class Policy:
         object.__setattr__(self, "capture_sample", float(sample))
         if self.first_byte_max < self.first_byte_base:
             raise InvalidPolicy("first_byte_max", "must be >= first_byte_base")
-        for name in ("raw_idle_adaptive", "propagate_baggage"):
+        for name in ("raw_idle_adaptive", "propagate_baggage", "retry_statuses"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidPolicy(name, f"expected true or false, got {getattr(self, name)!r}")
         if self.provider is not None:
@@ -292,7 +295,7 @@ def _parse_env(key: str, name: str, raw: str) -> Any:
     lowered = raw.lower()
     if name == "first_byte_timeout" and lowered == "auto":
         return "auto"
-    if name in ("shadow", "mark_exhausted_responses", "raw_idle_adaptive", "propagate_baggage"):
+    if name in ("shadow", "mark_exhausted_responses", "raw_idle_adaptive", "propagate_baggage", "retry_statuses"):
         if lowered in ("1", "true", "yes", "on"):
             return True
         if lowered in ("0", "false", "no", "off"):
