@@ -123,8 +123,8 @@ class Policy:
     ``mark_exhausted_responses`` sets ``x-should-retry: false`` on a final error response so an
     SDK above does not multiply attempts; ``retry_statuses=False`` passes every error status up at
     once, unretried and unmarked, for an SDK (or its middleware) that recovers from statuses itself
-    -- the transport keeps what only it sees (wire silence, connection failures, in-band errors); ``propagate_baggage`` lets the trace context the
-    transport adds to a request carry the application's W3C baggage (off: a provider is a third
+    -- the transport keeps what only it sees (wire silence, connection failures, in-band errors);
+    ``propagate_baggage`` lets the trace context the transport adds to a request carry the application's W3C baggage (off: a provider is a third
     party, and baggage holds the application's own keys -- tenants, users -- so only
     ``traceparent``/``tracestate`` go).
     """
