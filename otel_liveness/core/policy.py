@@ -124,9 +124,9 @@ class Policy:
     SDK above does not multiply attempts; ``retry_statuses=False`` passes every error status up at
     once, unretried and unmarked, for an SDK (or its middleware) that recovers from statuses itself
     -- the transport keeps what only it sees (wire silence, connection failures, in-band errors);
-    ``propagate_baggage`` lets the trace context the transport adds to a request carry the application's W3C baggage (off: a provider is a third
-    party, and baggage holds the application's own keys -- tenants, users -- so only
-    ``traceparent``/``tracestate`` go).
+    ``propagate_baggage`` lets the trace context the transport adds to a request carry the
+    application's W3C baggage (off: a provider is a third party, and baggage holds the
+    application's own keys -- tenants, users -- so only ``traceparent``/``tracestate`` go).
     """
 
     raw_idle_timeout: float | None = DEFAULT_RAW_IDLE_TIMEOUT
