@@ -13,6 +13,7 @@
 #                 every client (scripts/peer.py; docs/compatibility.md; about 25 minutes; not in make test)
 #   make bench  -- the benchmarks (figures, not pass/fail of the test suite)
 #   make bench-fleet, make fleet-overload -- fleet capacity, overload and gateway death (minutes each)
+#   make bench-outage -- what a fleet of agents does to a provider that goes down, retry budget on and off (5 min)
 #
 # The test loop (docs/testing.md, "Contributing: the test loop"):
 #   one file     .venv/bin/python -m pytest -q tests/test_engine.py   (-n 3 to spread it over workers)
@@ -30,7 +31,7 @@ BIN    := $(VENV)/bin
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/*.c)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: peer install demo-install demo tune-demo check test-pythons test test-pure test-under-load mutate sanitize lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards
+.PHONY: bench-outage peer install demo-install demo tune-demo check test-pythons test test-pure test-under-load mutate sanitize lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards
 
 # Debian's prometheus (2.42, with promtool) for the rules tests and the end-to-end runs, and
 # Debian's prometheus-alertmanager (0.25) for the paging end-to-end test.
@@ -176,6 +177,13 @@ bench-fleet: install system-deps collector
 # about two minutes, so not part of make test.
 fleet-overload: install system-deps collector
 	OTEL_LIVENESS_FLEET_OVERLOAD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_fleet_overload.py $(PYTEST_ARGS)
+
+# What 40 agents in one process do to a provider that is down for a window, for every failure mode,
+# with the retry budget and without (docs/operations.md, "Retries at fleet scale"): exits non-zero
+# when a target is missed with the budget (<= 1.2 attempts a call, retries back within a window,
+# >= 99 % of healthy calls with a dead attempt still succeeding).
+bench-outage: install
+	$(BIN)/python -m benchmarks.bench_fleet_outage $(BENCH_OUTAGE_ARGS)
 
 # Regenerate dashboards/provider-liveness.json from dashboards/panels.py (Grafana Foundation SDK).
 dashboards: install

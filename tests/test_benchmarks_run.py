@@ -118,3 +118,15 @@ def test_pooled_pairs_are_every_round_of_every_process() -> None:
     assert len(pooled["rounds"]) == 5 and pooled["per_process"] == [1.1, 1.3]
     assert pooled["ratio_median"] == 1.1 and pooled["ratio_min"] == 1.1 and abs(pooled["ratio_max"] - 1.3) < 1e-12
     assert pooled["wall_ratio_min"] == 1.0 and pooled["plain_s"] == 1.0 and pooled["reads"] == 6
+
+
+def test_the_fleet_outage_benchmark_measures_the_outage_and_the_return() -> None:
+    # A short timeline, one mode: without the budget every call of the outage is three attempts,
+    # with it about one; the figures the benchmark reports are consistent with its own timeline.
+    from benchmarks.bench_fleet_outage import measure
+
+    off = measure("529", False, agents=8, healthy=1.0, outage=1.5, after=1.0, pause=0.02)
+    on = measure("529", True, agents=8, healthy=1.0, outage=1.5, after=1.0, pause=0.02)
+    assert off["outage_calls"] > 10 and off["attempts_per_call"] >= 2.5
+    assert on["outage_calls"] > 10 and on["attempts_per_call"] <= 1.2
+    assert on["recovery_first_answer_s"] is not None and 0 <= on["recovery_first_answer_s"] < 1.0
