@@ -87,14 +87,14 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
                 clients.add(client)
 
         def _placed(transport: Any, is_async: bool) -> Any:
-            """The liveness policy under ``transport``: seated in it when it is an ``HTTPTransport``
-            (the transport stays the object it was: its class, proxy and pool, as the client and
-            the SDK above expect), else wrapping it. ``is_async`` is the client's kind (a
+            """The liveness policy under ``transport``: seated in it (the transport stays the object
+            it was: its class, proxy and pool, as the client and the SDK above expect), or wrapping
+            it when it takes no attribute of its own. ``is_async`` is the client's kind (a
             transport that is both, ``MockTransport``, serves the client it is given to)."""
             if transport is None or liveness_in(transport) is not None:
                 return transport  # not set, or the policy is already under it
             try:
-                family, _ = family_of(transport, is_async)
+                family, kind = family_of(transport, is_async)
             except TypeError:
                 return transport  # another library's transport, or not of the client's kind
 
@@ -104,9 +104,9 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
                 return liveness_transports(family)[1 if kind else 0](inner, policy, hooks=[hook, *extra_hooks],
                                                                       hosts=hosts)
 
-            if seat(family, transport, make):
+            if seat(transport, make, kind):
                 return transport
-            return make(transport, is_async)
+            return make(transport, kind)
 
         modules = installed_modules()
         if not modules:

@@ -77,23 +77,21 @@ def liveness_in(transport: object) -> TransportBase | None:
     return None
 
 
-def seat(family: Family, transport: Any, make: Any) -> bool:
-    """Seat a liveness transport in ``transport`` when it is the family's ``HTTPTransport`` or
-    ``AsyncHTTPTransport``, so ``transport`` stays the object it was -- its class, its connection
-    pool, its proxy, what the client and the SDK above read of it: ``make(inner, is_async)`` builds
-    the liveness transport over a copy of ``transport`` (the same pool and configuration), and its
-    ``handle_request`` (``handle_async_request``) takes the place of the transport's own on that
-    object. What wraps the class's method (an HTTP client instrumentation) now runs for each
-    attempt, inside the liveness transport's send context. Answers False, changing nothing, for
-    any other transport."""
-    module: Any = family.module
-    for cls, name, is_async in ((module.AsyncHTTPTransport, "handle_async_request", True),
-                                (module.HTTPTransport, "handle_request", False)):
-        if isinstance(transport, cls):
-            liveness = make(copy.copy(transport), is_async)  # (copied before the seat is set on it)
-            setattr(transport, name, getattr(liveness, name))
-            return True
-    return False
+def seat(transport: Any, make: Any, is_async: bool) -> bool:
+    """Seat a liveness transport in ``transport`` (a transport of either family, of the kind
+    ``is_async`` says), so ``transport`` stays the object it was -- its class, its connection
+    pool, its proxy, what the client and the SDK above read of it: ``make(inner, is_async)``
+    builds the liveness transport over a copy of ``transport`` (the same pool, handler and
+    configuration), and its ``handle_request`` (``handle_async_request``) takes the place of the
+    transport's own on that object. What wraps the class's method (an HTTP client instrumentation)
+    now runs for each attempt, inside the liveness transport's send context. Answers False,
+    changing nothing, for an object that takes no attribute of its own (``__slots__``)."""
+    if not hasattr(transport, "__dict__"):
+        return False
+    name = "handle_async_request" if is_async else "handle_request"
+    liveness = make(copy.copy(transport), is_async)  # (copied before the seat is set on it)
+    setattr(transport, name, getattr(liveness, name))
+    return True
 
 
 def unseat(transport: Any) -> bool:
