@@ -36,6 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".peer"
 DOC = ROOT / "docs" / "compatibility.md"
+#: A test that runs longer fails (pytest-timeout, its stack printed): a wait the transport made
+#: longer than the test expects is a difference to see, not a hung run.
+TEST_TIMEOUT = 120
 BUILD_INPUTS = ["pyproject.toml", "setup.py",
                 *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "otel_liveness/core").glob("*.c"))]
 
@@ -102,7 +105,7 @@ def requirements(sdk: Sdk, src: Path) -> list[str]:
 
 
 def venv(sdk: Sdk, version: str, src: Path) -> Path:
-    reqs = [*requirements(sdk, src), "opentelemetry-instrumentation"]
+    reqs = [*requirements(sdk, src), "opentelemetry-instrumentation", "pytest-timeout"]
     digest = hashlib.sha256("\n".join(reqs).encode() + b"".join((ROOT / p).read_bytes() for p in BUILD_INPUTS))
     env = WORK / f"venv-{sdk.name}-{version}"
     stamp = env / f".installed-{digest.hexdigest()[:16]}"
@@ -126,7 +129,8 @@ def run_mode(sdk: Sdk, env: Path, src: Path, mode: str, workers: int, extra: lis
     for old in out.glob("*.json"):
         old.unlink()
     cmd = [str(env / "bin" / "python"), "-m", "pytest", "-q", "-p", "peer_plugin", "-p", "no:cacheprovider",
-           "-n", str(workers), "--tb=line", *(f"--ignore={p}" for p in sdk.ignore), *extra]
+           "-n", str(workers), "--tb=line", f"--timeout={TEST_TIMEOUT}",
+           *(f"--ignore={p}" for p in sdk.ignore), *extra]
     environ = {**os.environ, "PEER_MODE": mode, "PEER_OUT": str(out),
                "PYTHONPATH": os.pathsep.join([str(ROOT / "scripts"), str(src)])}
     for name in [n for n in environ if n.startswith("OTEL_LIVENESS_")]:
