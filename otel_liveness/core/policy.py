@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import math
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Protocol
@@ -291,31 +294,45 @@ class Policy:
 _ENV_IGNORED = {"mode", "hosts", "pure"}  # read by the instrumentor (and the core: pure), not the policy
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+_UNSET = ("", "none", "off")
+
+
+@functools.cache
+def _field_types() -> dict[str, tuple[tuple[type, ...], tuple[str, ...], bool]]:
+    """Each field's (plain types, literal values, optional) -- read from its annotation."""
+    out = {}
+    for name, hint in typing.get_type_hints(Policy).items():
+        args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        literals = tuple(v for a in args if typing.get_origin(a) is Literal for v in typing.get_args(a))
+        plain = tuple(a for a in args if a in (bool, int, float, str))
+        out[name] = (plain, literals, type(None) in args)
+    return out
+
+
 def _parse_env(key: str, name: str, raw: str) -> Any:
+    """A variable's value as its field's annotation types it: ``true``/``false`` for a flag, an
+    integer, a number, one of a ``Literal``'s values, or text; ``none``/``off`` (or empty) for a
+    field that may be ``None`` (for text: also ``auto``, the automatic choice)."""
+    plain, literals, optional = _field_types()[name]
     lowered = raw.lower()
-    if name == "first_byte_timeout" and lowered == "auto":
-        return "auto"
-    if name in ("shadow", "mark_exhausted_responses", "raw_idle_adaptive", "propagate_baggage", "retry_statuses"):
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-        raise InvalidPolicy(key, f"expected true/false, got {raw!r}")
-    if name in ("provider", "capture_dir"):
-        return None if lowered in ("", "none", "auto") else raw
-    if name == "capture_mode":
+    if lowered in literals:
         return lowered
-    if name in ("capture_sample", "retry_budget_ratio"):
-        try:
-            return float(raw)
-        except ValueError:
-            raise InvalidPolicy(key, f"expected a fraction in [0, 1], got {raw!r}") from None
-    if lowered in ("none", "off", ""):
-        if name in _REQUIRED or name.startswith(("max_", "retry_budget_")) or name == "capture_max_bytes":
-            raise InvalidPolicy(key, "cannot be switched off")
-        return None
-    try:
-        integer = (name.startswith("max_") and name != "max_retry_after") or name == "capture_max_bytes"
-        return int(raw) if integer else float(raw)
-    except ValueError:
-        raise InvalidPolicy(key, f"expected a number, got {raw!r}") from None
+    if bool in plain:
+        if lowered in _TRUE or lowered in _FALSE:
+            return lowered in _TRUE
+        raise InvalidPolicy(key, f"expected true/false, got {raw!r}")
+    if lowered in _UNSET or (str in plain and lowered == "auto"):
+        if optional:
+            return None
+        raise InvalidPolicy(key, "cannot be switched off")
+    if str in plain:
+        return raw
+    for kind in (int, float):
+        if kind in plain:
+            try:
+                return kind(raw)
+            except ValueError:
+                raise InvalidPolicy(key, f"expected {'an integer' if kind is int else 'a number'}, got {raw!r}") from None
+    raise InvalidPolicy(key, f"expected one of {', '.join(literals)}, got {raw!r}")
