@@ -1226,3 +1226,11 @@ def test_an_engine_and_its_attempts_are_freed_without_the_cycle_collector() -> N
         assert alive() - before == set()
     finally:
         gc.enable()
+
+
+def test_an_sse_reply_where_an_event_stream_was_expected_is_read_as_sse() -> None:
+    # The URL chose Bedrock's event stream; the response is SSE: read with an SSE framer (generic),
+    # never with the event-stream profile's (which cannot classify SSE frames).
+    out = drive([stream(REPLY)], provider="bedrock")
+    assert out.error is None and out.body == b"".join(REPLY) and out.report["provider"] == "sse"
+    assert out.outcomes == ["completed"]

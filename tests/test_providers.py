@@ -145,6 +145,9 @@ def test_error_facts_never_carry_the_message() -> None:
         ("us-central1-aiplatform.googleapis.com",
          "/v1beta1/projects/p/locations/l/publishers/google/models/g:streamGenerateContent", "gemini"),
         ("127.0.0.1", "/some/custom/stream", "sse"),
+        # Bedrock's OpenAI-compatible endpoints are SSE of OpenAI's wire, on the runtime host
+        ("bedrock-runtime.us-east-1.amazonaws.com", "/openai/v1/chat/completions", "openai-chat"),
+        ("bedrock-runtime.us-east-1.amazonaws.com", "/openai/v1/responses", "openai-responses"),
     ],
 )
 def test_select_provider(host: str, path: str, provider: str) -> None:

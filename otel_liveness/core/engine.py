@@ -94,6 +94,7 @@ from .state import INPUTS, TRANSITIONS, State
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
 
 _EVENTSTREAM = "application/vnd.amazon.eventstream"
+_SSE = "text/event-stream"
 _IDLE, _SENDING, _HOLDING, _RESPONDED, _SLEEPING, _EXPIRING, _ENDED = State
 
 P = ParamSpec("P")
@@ -288,8 +289,11 @@ class Engine:
             self._conclude(now, AttemptOutcome.REDIRECTED, None, StopReason.REDIRECTED, None)
             return self._respond(passthrough=True)
         content_type = headers.get("content-type", "").lower()
-        if content_type.startswith(_EVENTSTREAM) and self.profile.framing != "eventstream":
-            self.profile = PROFILES["bedrock"]  # the response says what the URL did not
+        framing = "eventstream" if content_type.startswith(_EVENTSTREAM) else "sse" if content_type.startswith(_SSE) else None
+        if framing is not None and framing != self.profile.framing:
+            # The response says what the URL did not: an event stream is Bedrock's; an SSE body
+            # where an event stream was expected is read as generic SSE, never with the wrong framer.
+            self.profile = PROFILES["bedrock" if framing == "eventstream" else "sse"]
             self.report.provider = self.profile.name
             self.report.provider_name = semconv_provider(self.profile.name, self.facts.host)
         if attempt.read_as(content_type, headers.get("content-encoding"), self.profile):

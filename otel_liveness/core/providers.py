@@ -640,14 +640,18 @@ def select_provider(host: str, path: str) -> str:
         return "gemini"
     if host == "openrouter.ai" or host.endswith(".openrouter.ai"):
         return "openrouter"
-    if host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com"):
-        return "bedrock"
-    if path.endswith("/messages") or "anthropic" in host:
+    # The wire a path names first: a provider's host serves other wires too (Bedrock's
+    # OpenAI-compatible /openai/v1/chat/completions is SSE, not its event stream).
+    if path.endswith("/messages"):
         return "anthropic"
     if path.endswith("/chat/completions"):
         return "openai-chat"
     if path.endswith("/responses"):
         return "openai-responses"
+    if host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com"):
+        return "bedrock"
+    if "anthropic" in host:
+        return "anthropic"
     return "sse"
 
 
