@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .core.providers import PROFILES
+from .core.sse import DEFAULT_MAX_FRAME_BYTES
 
 if TYPE_CHECKING:
     from .tools.recordings import Recording
@@ -59,9 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--wall", type=_seconds, default=None, metavar="S", help="wall budget")
     a.add_argument("--event-watchdog", type=_seconds, default=None, metavar="S",
                    help="report when a decoded-event watchdog of S seconds (ignoring heartbeats) would fire")
-    a.add_argument("--max-frame-bytes", type=int, default=4 * 1024 * 1024, metavar="N",
+    a.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES, metavar="N",
                    help="largest frame the replay accepts; a longer one is malformed, as live "
-                        "(Policy.max_frame_bytes; default 4194304 = 4 MiB)")
+                        "(Policy.max_frame_bytes; default 67108864 = 64 MiB)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     w = sub.add_parser("whatif", help="replay recorded attempts under candidate policies: kills, false kills, detection delay")
     w.add_argument("paths", nargs="+", metavar="PATH", help="a recording, or a folder of them (recursively)")

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from .budget import BudgetRule
 from .errors import InvalidPolicy
+from .sse import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["DEFAULT_RAW_IDLE_TIMEOUT", "Policy", "seconds"]
 
@@ -149,7 +150,7 @@ class Policy:
     max_retry_after: float = 60.0
     backoff_initial: float = 0.5
     backoff_max: float = 8.0
-    max_frame_bytes: int = 4 * 1024 * 1024
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     max_prefix_bytes: int = 8 * 1024
     max_partial_bytes: int = 1024 * 1024
     max_replay_body_bytes: int = 16 * 1024 * 1024

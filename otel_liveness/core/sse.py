@@ -46,8 +46,11 @@ __all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "ScanSta
 
 #: ``Frame.event`` of a comment-only frame (a heartbeat on every provider we know).
 COMMENT = ":"
-#: Default bound on one line or one frame: 4 MiB (Anthropic's largest tool-input deltas are far below).
-DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
+#: Default bound on one line or one frame: 64 MiB. One legitimate event can be tens of MiB -- a
+#: Responses API ``response.completed`` carrying generated images, a whole long reply in one
+#: ``response.output_text.done``; the openai SDK's own contract test sends a 32 MiB event and holds
+#: that no event cap may reject it. The bound is against a peer that never ends a line.
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 
 _BOM = b"\xef\xbb\xbf"
 

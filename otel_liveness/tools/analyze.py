@@ -43,7 +43,7 @@ from ..core.outcome import AttemptOutcome, AttemptRecord, FrameKind
 from ..core.policy import Policy
 from ..core.providers import ProviderProfile
 from ..core.request import RequestFacts
-from ..core.sse import SSEScanner
+from ..core.sse import DEFAULT_MAX_FRAME_BYTES, SSEScanner
 from .recordings import CaptureError, Chunk, parse_recording
 
 __all__ = ["VERDICTS", "CaptureError", "Chunk", "Judged", "analyze", "judge", "parse_capture", "render", "verdict_of"]
@@ -123,7 +123,7 @@ def analyze(
     semantic_timeout: float | None = None,
     wall: float | None = None,
     event_watchdog: float | None = None,
-    max_frame_bytes: int = 4 * 1024 * 1024,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
 ) -> dict[str, Any]:
     """Replay ``chunks`` and return the verdict object. ``policy`` (as the transport had it) wins
     over the clock options; ``raw_idle`` ``None`` keeps the provider's default bound."""

@@ -52,6 +52,7 @@ from ..core.capture import TimingCapture
 from ..core.events import AttemptEnded, CaptureItem, Event, RequestStarted
 from ..core.outcome import AttemptOutcome
 from ..core.policy import Policy
+from ..core.sse import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["DROP_REASONS", "FlightRecorder", "RecorderStats", "capture_lines", "recorder_stats", "timing_lines"]
 
@@ -146,7 +147,7 @@ def capture_lines(capture: Sequence[tuple[float, CaptureItem]]) -> Iterator[str]
 
 
 def timing_lines(capture: Sequence[tuple[float, CaptureItem]], provider: str,
-                 max_frame_bytes: int = 4 * 1024 * 1024) -> Iterator[str]:
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> Iterator[str]:
     """The JSON Lines of a timing-only recording, after its meta record: every body read as its
     frames' kinds and sizes (reduced here when ``capture`` still holds the bytes)."""
     if not isinstance(capture, TimingCapture):
