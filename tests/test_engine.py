@@ -1234,3 +1234,10 @@ def test_an_sse_reply_where_an_event_stream_was_expected_is_read_as_sse() -> Non
     out = drive([stream(REPLY)], provider="bedrock")
     assert out.error is None and out.body == b"".join(REPLY) and out.report["provider"] == "sse"
     assert out.outcomes == ["completed"]
+
+
+def test_a_responses_stream_ended_by_done_is_complete() -> None:
+    # A Responses API stream of a background request (or an OpenAI-compatible server) ends with
+    # `data: [DONE]`, nothing before it: a whole (empty) reply, not a provider failure to retry.
+    out = drive([stream([b"data: [DONE]\n\n"])], provider="openai-responses")
+    assert out.error is None and out.outcomes == ["completed"] and out.sleeps == []

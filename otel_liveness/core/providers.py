@@ -397,6 +397,8 @@ class OpenAIResponsesProfile(ProviderProfile):
 
     def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
         event = frame.event
+        if event is None and frame.data == b"[DONE]":
+            return END  # (OpenAI-compatible servers, and a background request's stream, end so)
         if event is None and frame.data[:1] == b"{":  # a bare data frame: its type says what it is
             payload = _json(frame.data)
             event = _str(payload.get("type")) if isinstance(payload, dict) else None
