@@ -1241,3 +1241,25 @@ def test_a_responses_stream_ended_by_done_is_complete() -> None:
     # `data: [DONE]`, nothing before it: a whole (empty) reply, not a provider failure to retry.
     out = drive([stream([b"data: [DONE]\n\n"])], provider="openai-responses")
     assert out.error is None and out.outcomes == ["completed"] and out.sleeps == []
+
+
+def test_a_read_timeout_sooner_than_the_bound_is_a_broken_read_not_wire_silence() -> None:
+    # Our socket timeout is the bound (1 s); a ReadTimeout 0.1 s after the last byte came from
+    # something else (a mock, a proxy): retried as a broken read before content, a truncation
+    # named read_error after it -- never a raw-silence verdict the wire did not earn.
+    engine, _ = started()
+    engine.headers(0.0, 200, SSE)
+    assert engine.received(0.1, START) is READ
+    assert isinstance(engine.timed_out(0.2, TimeoutError()), Sleep)
+    assert engine.report.attempts[0].retry_reason == "read_error"
+    engine, _ = started()
+    engine.headers(0.0, 200, SSE)
+    assert isinstance(engine.received(0.1, b"".join(REPLY[:3])), Respond)
+    command = engine.timed_out(0.3, TimeoutError())
+    assert isinstance(command, Fail) and command.fields["cause"] == "read_error"
+    # The whole bound waited: wire silence, as before.
+    engine, _ = started()
+    engine.headers(0.0, 200, SSE)
+    assert engine.received(0.1, START) is READ
+    assert isinstance(engine.timed_out(1.1, TimeoutError()), Sleep)
+    assert engine.report.attempts[0].retry_reason == "raw_silence"

@@ -529,6 +529,13 @@ class AttemptClock:
         self.terminal = verdict
         return verdict
 
+    def waited_bound(self, now: float) -> bool:
+        """Whether the wire has been silent for the whole bound of the phase at ``now``: a read
+        timeout that came sooner was not the socket timeout the transport set (a mock's, a
+        proxy's), and says nothing of wire silence."""
+        bound, _ = self.wire_bound()
+        return bound is None or now - self.last_raw >= bound - TOLERANCE
+
     def wire_silence(self, now: float, committed: bool) -> RawSilenceExpired:
         """A read that waited the whole socket timeout set for it got nothing (the HTTP library
         ended it, not a waking read): the wire-silence verdict at ``now``. Records it."""

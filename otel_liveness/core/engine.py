@@ -385,7 +385,9 @@ class Engine:
             return COMPLETE  # after the end frame nothing was lost
         if expired is None and self.enforce and attempt.socket_timeout_ours:
             clock = attempt.clock
-            expired = clock.poll_terminal(now + TOLERANCE) or clock.wire_silence(now, attempt.committed)
+            expired = clock.poll_terminal(now + TOLERANCE)
+            if expired is None and clock.waited_bound(now):  # (sooner: not our socket timeout -- a broken read)
+                expired = clock.wire_silence(now, attempt.committed)
         if (expired is None and self.enforce and not attempt.committed and not attempt.socket_timeout_ours
                 and self.facts.read_timeout is not None):
             # The caller's own read timeout, shorter than our bound: the caller's verdict on the
