@@ -1263,3 +1263,19 @@ def test_a_read_timeout_sooner_than_the_bound_is_a_broken_read_not_wire_silence(
     assert engine.received(0.1, START) is READ
     assert isinstance(engine.timed_out(1.1, TimeoutError()), Sleep)
     assert engine.report.attempts[0].retry_reason == "raw_silence"
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-read", "a-later-read"])
+def test_frames_after_the_end_frame_are_past_the_reply(split: bool) -> None:
+    # A server that writes more after the reply's end frame (an error event, another chunk): the SDKs
+    # stop reading at the end frame, so the reply is whole -- passed through, never a truncation.
+    tail = anthropic_error("overloaded_error")
+    parts = [b"".join(REPLY), tail] if split else [b"".join(REPLY) + tail]
+    out = drive([stream(parts)])
+    assert out.error is None and out.body == b"".join(REPLY) + tail and out.outcomes == ["completed"]
+    done = b'data: {"type":"response.completed","response":{"id":"r","status":"completed"}}\n\ndata: [DONE]\n\n'
+    failed = b'data: {"type":"response.failed","response":{"id":"r"}}\n\n'
+    created = b'data: {"type":"response.created","response":{"id":"r","status":"in_progress"}}\n\n'
+    parts = [created + done, failed] if split else [created + done + failed]
+    out = drive([stream(parts)], provider="openai-responses")
+    assert out.error is None and out.outcomes == ["completed"]

@@ -295,9 +295,12 @@ class Attempt:
         if heartbeats:
             self.emit(Heartbeats(self.report, self.index, now - self.request_start, heartbeats,
                                  self.clock.heartbeats))
+        ended = self.done  # (the reply ended in an earlier read: what follows is past its end)
         if _END in kinds:
             self.finish(Completion.END_FRAME)
-        if _ERROR in kinds:
+        if _ERROR in kinds and not ended and not (_END in kinds and kinds.index(_END) < kinds.index(_ERROR)):
+            # An error frame of the reply -- not one after its end frame (a server's trailing frames,
+            # which the SDKs never read: they stop at the end frame).
             failure, release = self.error_frame(chunk, data, kinds)
             self.emit(Verdict(self.report, self.index, now - self.request_start, AttemptOutcome.PROVIDER_ERROR,
                               failure.phase, failure.committed, self.enforce))
