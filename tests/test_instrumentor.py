@@ -136,13 +136,18 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_opentelemetry_instrument_exports_attempt_spans_and_metrics(provider, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    url = provider.add("cli", [[s.Headers(), *anthropic_reply()[:1], s.Reset()],
-                               [s.Headers(), *anthropic_reply("auto-instrumented", think_pings=3)]])
+def instrumented_agent(tmp_path: pathlib.Path) -> tuple[str, pathlib.Path]:
+    """(the opentelemetry-instrument command of this Python, the agent script written to tmp_path)."""
     script = tmp_path / "agent.py"
     script.write_text(SCRIPT)
     bindir = pathlib.Path(sys.executable).parent
-    command = shutil.which("opentelemetry-instrument", path=str(bindir)) or str(bindir / "opentelemetry-instrument")
+    return shutil.which("opentelemetry-instrument", path=str(bindir)) or str(bindir / "opentelemetry-instrument"), script
+
+
+def test_opentelemetry_instrument_exports_attempt_spans_and_metrics(provider, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    url = provider.add("cli", [[s.Headers(), *anthropic_reply()[:1], s.Reset()],
+                               [s.Headers(), *anthropic_reply("auto-instrumented", think_pings=3)]])
+    command, script = instrumented_agent(tmp_path)
     with OTLPReceiver() as receiver:
         env = {
             **os.environ,
@@ -181,10 +186,7 @@ def test_a_bad_variable_under_opentelemetry_instrument_stops_nothing(provider, t
     # (the distro's tracer provider -- the SDK's call span is exported) and the policy applies.
     url = provider.add("cli-bad-env", [[s.Headers(), *anthropic_reply()[:1], s.Reset()],
                                        [s.Headers(), *anthropic_reply("auto-instrumented")]])
-    script = tmp_path / "agent.py"
-    script.write_text(SCRIPT)
-    bindir = pathlib.Path(sys.executable).parent
-    command = shutil.which("opentelemetry-instrument", path=str(bindir)) or str(bindir / "opentelemetry-instrument")
+    command, script = instrumented_agent(tmp_path)
     with OTLPReceiver() as receiver:
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
