@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AttemptEnded",
     "AttemptStarted",
+    "CandidateVerdict",
     "CaptureItem",
     "EmitsTelemetry",
     "Event",
@@ -153,6 +154,18 @@ class RetryDenied:
 
 
 @dataclass(frozen=True, slots=True)
+class CandidateVerdict:
+    """One candidate policy's judgment of an ended attempt (:mod:`.canary`): what it counts
+    (``judged``, ``kill``, ``false_kill``, ``upload``, ``missed``, ``caught`` or ``fault``) and,
+    for a dead attempt the candidate would have ended, how much sooner (s; negative: later) than
+    the attempt ended."""
+
+    name: str
+    verdicts: tuple[str, ...]
+    shift: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AttemptEnded:
     report: RequestReport
     record: AttemptRecord
@@ -160,6 +173,8 @@ class AttemptEnded:
     #: the attempt's request was sent, :data:`CaptureItem`). Holds content (not in timing mode):
     #: only the recorder should read it. ``None`` when not capturing.
     capture: Sequence[tuple[float, CaptureItem]] | None = None
+    #: The candidate policies' judgments of the attempt (``Policy.candidates``; empty without).
+    candidates: tuple[CandidateVerdict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import math
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -15,7 +16,7 @@ from .budget import BudgetRule
 from .errors import InvalidPolicy
 from .sse import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["DEFAULT_RAW_IDLE_TIMEOUT", "Policy", "seconds"]
+__all__ = ["DEFAULT_RAW_IDLE_TIMEOUT", "MAX_CANDIDATES", "SHORTHANDS", "Policy", "parse_candidate", "seconds"]
 
 #: Anthropic pings about every 27-30 s while a model thinks (measured in captured streams), the
 #: OpenAI Responses API sends a keep-alive about every 30 s. 90 s is three of those periods: one
@@ -131,6 +132,12 @@ class Policy:
     ``propagate_baggage`` lets the trace context the transport adds to a request carry the
     application's W3C baggage (off: a provider is a third party, and baggage holds the
     application's own keys -- tenants, users -- so only ``traceparent``/``tracestate`` go).
+
+    The policy canary: ``candidates`` are policies judged live, in shadow, on every attempt this
+    one judges (:mod:`.canary`; at most :data:`MAX_CANDIDATES`), each as ``NAME=SPEC`` with SPEC
+    as ``otel-liveness whatif --policy`` takes it -- ``"tight=raw=45;loose=raw=180"`` (the
+    ``OTEL_LIVENESS_CANDIDATES`` form), a mapping of names to policies or SPECs, or pairs; stored
+    as ``((name, Policy), ...)``. They never change what this policy does. Off (``None``) by default.
     """
 
     raw_idle_timeout: float | None = DEFAULT_RAW_IDLE_TIMEOUT
@@ -166,8 +173,10 @@ class Policy:
     retry_budget: float | None = 10.0
     retry_budget_ratio: float = 0.1
     retry_budget_window: float = 10.0
+    candidates: str | Mapping[str, Policy | str] | tuple[tuple[str, Policy], ...] | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "candidates", _candidates(self.candidates))
         if self.first_byte_timeout != "auto":
             object.__setattr__(self, "first_byte_timeout", seconds(self.first_byte_timeout, "first_byte_timeout"))
         for name in _DURATIONS:
@@ -290,6 +299,86 @@ class Policy:
                 raise
             on_invalid(", ".join(f"OTEL_LIVENESS_{n.upper()}" for n in changes), "", exc)
             return base
+
+
+#: At most this many candidate policies: each is one more replay of every attempt at its end (CPU
+#: per attempt grows with it) and one more set of series on every canary metric; four is enough to
+#: bracket a bound (tighter, looser) and try one more knob, and keeps the dashboard readable.
+MAX_CANDIDATES = 4
+#: Short names accepted in a candidate's (and ``whatif --policy``'s) SPEC.
+SHORTHANDS = {
+    "raw": "raw_idle_timeout",
+    "raw_no_keepalive": "raw_idle_timeout_no_keepalive",
+    "first_byte": "first_byte_timeout",
+    "semantic": "semantic_timeout",
+    "wall": "wall_timeout",
+    "notice": "semantic_notice_interval",
+}
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+
+
+def parse_candidate(text: str) -> tuple[str, Policy]:
+    """``NAME=SPEC`` -> (name, policy). SPEC: comma-separated ``field=value`` with the
+    :class:`Policy` field names (or :data:`SHORTHANDS`), values as in ``OTEL_LIVENESS_*``
+    (seconds, ``off``, ``auto``), over the defaults; empty or ``defaults``: the defaults.
+    A ``ValueError`` names what is wrong."""
+    name, eq, spec = text.partition("=")
+    name = name.strip()
+    if not eq or not name:
+        raise ValueError(f"{text!r}: expected NAME=SPEC, e.g. tight=raw=45,first_byte_timeout=auto")
+    known = {f.name for f in fields(Policy)} - {"candidates"}
+    env: dict[str, str] = {}
+    for item in spec.split(","):
+        item = item.strip()
+        if not item or item == "defaults":
+            continue
+        key, eq, value = item.partition("=")
+        key = SHORTHANDS.get(key.strip(), key.strip())
+        if not eq:
+            raise ValueError(f"policy {name}: {item!r} is not field=value")
+        if key not in known:
+            raise ValueError(f"policy {name}: unknown field {key!r} (fields: {', '.join(sorted(known))}; "
+                             f"short: {', '.join(SHORTHANDS)})")
+        env["OTEL_LIVENESS_" + key.upper()] = value.strip()
+    try:
+        return name, Policy.from_env(env)
+    except InvalidPolicy as exc:
+        raise ValueError(f"policy {name}: {str(exc).removeprefix('OTEL_LIVENESS_').lower()}") from None
+
+
+def _candidates(value: Any) -> tuple[tuple[str, Policy], ...] | None:
+    """``Policy.candidates`` as ``((name, Policy), ...)`` (validated), ``None`` when there are none."""
+    if value is None:
+        return None
+    pairs: list[tuple[str, Policy]] = []
+    try:
+        if isinstance(value, str):
+            pairs = [parse_candidate(item) for item in value.split(";") if item.strip()]
+        elif isinstance(value, Mapping):
+            pairs = [parse_candidate(f"{k}={v}") if isinstance(v, str) else (k, v) for k, v in value.items()]
+        else:
+            for item in value:
+                pairs.append(parse_candidate(item) if isinstance(item, str) else tuple(item))  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise InvalidPolicy("candidates", str(exc)) from None
+    except TypeError:
+        raise InvalidPolicy("candidates", f"expected NAME=SPEC;NAME=SPEC, a mapping or pairs, got {value!r}") from None
+    names = set()
+    for pair in pairs:
+        if len(pair) != 2 or not isinstance(pair[0], str) or not isinstance(pair[1], Policy):
+            raise InvalidPolicy("candidates", f"expected (name, Policy), got {pair!r}")
+        name, policy = pair
+        if not _NAME.fullmatch(name):
+            raise InvalidPolicy("candidates", f"name {name!r}: 1-32 of A-Z a-z 0-9 _ . - (it is a metric attribute)")
+        if name in names:
+            raise InvalidPolicy("candidates", f"name {name!r} given twice")
+        if policy.candidates:
+            raise InvalidPolicy("candidates", f"candidate {name!r} has candidates of its own")
+        names.add(name)
+    if len(pairs) > MAX_CANDIDATES:
+        raise InvalidPolicy("candidates", f"{len(pairs)} candidates; at most {MAX_CANDIDATES} "
+                            "(each is one more replay of every attempt)")
+    return tuple(pairs) or None
 
 
 _ENV_IGNORED = {"mode", "hosts", "pure"}  # read by the instrumentor (and the core: pure), not the policy

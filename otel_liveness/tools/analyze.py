@@ -27,77 +27,27 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..core.clocks import wake_at
-from ..core.commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Sleep
 from ..core.encoding import UnsupportedEncoding, decoder_for
-from ..core.engine import Engine, IOFailure
 from ..core.errors import MalformedStream
 from ..core.events import Event, SemanticNotice, Verdict
 from ..core.eventstream import EventStreamScanner, Message
 from ..core.framing import EventStreamFramer, Framer, framer_for
-from ..core.outcome import AttemptOutcome, AttemptRecord, FrameKind
+from ..core.outcome import FrameKind
 from ..core.policy import Policy
 from ..core.providers import ProviderProfile
-from ..core.request import RequestFacts
+from ..core.recording import CaptureError, Chunk, parse_recording
+from ..core.replay import _SSE_200, VERDICTS, Judged, judge, replay, verdict_of
 from ..core.sse import DEFAULT_MAX_FRAME_BYTES, SSEScanner
-from .recordings import CaptureError, Chunk, parse_recording
 
 __all__ = ["VERDICTS", "CaptureError", "Chunk", "Judged", "analyze", "judge", "parse_capture", "render", "verdict_of"]
-
-VERDICTS = (
-    "completed",
-    "redirected",
-    "first_byte_timeout",
-    "raw_silence",
-    "semantic_timeout",
-    "wall_budget",
-    "provider_error",
-    "rejected",
-    "eof_without_end",
-    "read_error",
-    "malformed",
-    "incomplete",
-)
-
-
-_SSE_200: dict[str, str | int] = {"status": 200, "content-type": "text/event-stream"}
-
 
 def parse_capture(lines: Iterable[str]) -> list[Chunk]:
     """Parse and validate JSON Lines (a full capture or a timing-only recording, see
     :mod:`.recordings`); raise :class:`CaptureError` naming the bad record."""
     return parse_recording(lines).chunks
-
-
-def verdict_of(record: AttemptRecord, cause: str | None) -> str:
-    """The verdict name of an attempt that ended as ``record`` says (``cause``: its failure's)."""
-    outcome = record.outcome
-    if outcome is AttemptOutcome.COMPLETED:
-        return "completed"
-    if outcome is AttemptOutcome.REDIRECTED:
-        return "redirected"
-    if outcome is AttemptOutcome.MALFORMED:
-        return "malformed"
-    if outcome is AttemptOutcome.WALL_BUDGET:
-        return "wall_budget"
-    if outcome is AttemptOutcome.SEMANTIC_TIMEOUT:
-        return "semantic_timeout"
-    if outcome is AttemptOutcome.RAW_SILENCE:
-        return "first_byte_timeout" if record.error_type == "first_byte_timeout" else "raw_silence"
-    if outcome is AttemptOutcome.CONNECTION_ERROR:
-        return "read_error"
-    if outcome is AttemptOutcome.REJECTED and record.error_type and record.error_type.isdigit():
-        return "rejected"
-    reason = (cause or record.error_type or "").split(":")[0]
-    if reason in ("raw_silence", "semantic_timeout", "read_error", "first_byte_timeout"):
-        return reason
-    if reason == "eof":
-        return "eof_without_end"
-    return "provider_error"
 
 
 class _Timeline:
@@ -136,7 +86,7 @@ def analyze(
             changes["raw_idle_timeout"] = changes["raw_idle_timeout_no_keepalive"] = raw_idle
         policy = Policy(**changes)
     timeline = _Timeline()
-    engine, ended_at, verdict = _judge(chunks, provider, policy, body_size, timeline)
+    engine, ended_at, verdict = replay(chunks, provider, policy, body_size, timeline)
     record = engine.report.attempts[0]
     incomplete = verdict == "incomplete"
     counts, items, decoded_times, end_frame_at = _frames(chunks, engine.profile, policy.max_frame_bytes, ended_at)
@@ -173,115 +123,6 @@ def analyze(
                   "usage": record.usage},
         "timeline": items,
     }
-
-
-def _judge(chunks: list[Chunk], provider: str, policy: Policy, body_size: int | None,
-           hook: Callable[[Event], None]) -> tuple[Engine, float, str]:
-    """Replay ``chunks`` through a new engine under ``policy`` (enforced, recorder off): the
-    engine, when the attempt ended and its verdict name (``incomplete`` when the capture ended
-    first)."""
-    policy = policy.replace(provider=provider, shadow=False, capture_dir=None)
-    engine = Engine(policy, RequestFacts(streaming=True, body_size=body_size), 0.0, provider=provider,
-                    hooks=[hook], jitter=lambda: 0.0)
-    ended_at = _replay(engine, chunks)
-    record = engine.report.attempts[0]
-    if record.outcome is AttemptOutcome.CANCELLED:
-        return engine, ended_at, "incomplete"
-    return engine, ended_at, verdict_of(record, engine.report.cause)
-
-
-@dataclass(frozen=True, slots=True)
-class Judged:
-    """What the engine made of one recorded attempt under one policy: the verdict name, when an
-    enforced verdict fell (``None``: no clock verdict), whether content had been released."""
-
-    verdict: str
-    at: float | None
-    committed: bool
-
-
-def judge(chunks: list[Chunk], provider: str, policy: Policy, body_size: int | None = None) -> Judged:
-    """The verdict of the replay of ``chunks`` under ``policy`` (what ``whatif`` counts)."""
-    verdicts: list[Verdict] = []
-
-    def keep(event: Event) -> None:
-        if type(event) is Verdict and event.enforced:
-            verdicts.append(event)
-
-    engine, _, verdict = _judge(chunks, provider, policy, body_size, keep)
-    at = verdicts[-1].at if verdicts else None
-    return Judged(verdict, at, engine.report.attempts[0].committed)
-
-
-def _replay(engine: Engine, chunks: list[Chunk]) -> float:
-    """Drive ``engine`` through ``chunks`` as a live driver would have, reading without pauses;
-    return when the attempt ended (the capture's last time when it did not: the attempt is then
-    closed, as incomplete)."""
-    command: Command | bytes = engine.start(0.0)
-    start = 0.0  # when the read in progress began: the previous record's time
-    headers_seen = False
-    for chunk in chunks:
-        if isinstance(chunk.data, bytes) and not headers_seen:
-            command = _deliver(engine, start, Chunk(chunk.t, _SSE_200))  # a capture without its headers record
-            headers_seen = True
-            if _over(engine, command):
-                return chunk.t
-        headers_seen = headers_seen or isinstance(chunk.data, Mapping)
-        command = _deliver(engine, start, chunk)
-        if _over(engine, command):
-            return engine.since(_end_time(engine, chunk.t))
-        start = chunk.t
-    last = chunks[-1].t if chunks else 0.0
-    engine.closed(last)
-    return last
-
-
-def _deliver(engine: Engine, start: float, chunk: Chunk) -> Command | bytes:
-    """Wait as a read begun at ``start`` would have -- waking at the engine's hints, where notices
-    fall due and deadlines end reads -- until ``chunk``'s time, then deliver it."""
-    t = chunk.t
-    while True:
-        wake = wake_at(engine.wake_hint, engine.stop_hint, engine.raw_hint, start)
-        if wake > t:
-            break  # (what falls due at the record's own time comes first, as the clocks order it)
-        if engine.woke(wake, start):
-            return engine.timed_out(wake, TimeoutError("replayed read timeout"))
-        if wake_at(engine.wake_hint, engine.stop_hint, engine.raw_hint, start) <= wake:
-            break  # nothing more falls due before the record
-    data = chunk.data
-    if isinstance(data, Mapping):
-        headers = {k: str(v) for k, v in data.items() if k != "status"}
-        return engine.headers(t, int(data["status"]), headers)
-    if data is None:
-        return engine.eof(t)
-    if data == "end":
-        # The attempt ended here with no read result: the read was ended at a deadline (judged, as
-        # on the wire, with the engine's tolerance for a wake-up a hair early) or the caller left.
-        if engine.woke(t, start):
-            return engine.timed_out(t, TimeoutError("replayed read timeout"))
-        return READ
-    if isinstance(data, str):
-        kind = IOFailure.CONNECT if data == "connect_error" else IOFailure.READ
-        return engine.io_error(t, kind, ConnectionError(data))
-    return engine.received(t, data)
-
-
-def _over(engine: Engine, command: Command | bytes) -> bool:
-    """Whether the attempt is over after ``command`` (a response's body goes on as it says)."""
-    if isinstance(command, Respond):
-        command = command.then
-    if isinstance(command, Release):
-        command = command.then
-    if isinstance(command, (Fail, Reraise, Sleep)) or command is COMPLETE:
-        return True
-    return engine.report.attempts[0].outcome is not None
-
-
-def _end_time(engine: Engine, fallback: float) -> float:
-    record = engine.report.attempts[0]
-    if record.duration is None:
-        return fallback
-    return record.started + record.duration
 
 
 def _frames(chunks: list[Chunk], profile: ProviderProfile, max_frame_bytes: int,

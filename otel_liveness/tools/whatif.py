@@ -23,60 +23,24 @@ fed the recording instead of a socket -- and counted:
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..core.errors import InvalidPolicy
-from ..core.policy import Policy
-from .analyze import judge
+from ..core.canary import KILLS, count
+from ..core.policy import SHORTHANDS, Policy, parse_candidate
+from ..core.replay import judge
 from .recordings import CaptureError, Recording, iter_paths, read_recording
 
 __all__ = ["KILLS", "SHORTHANDS", "load", "parse_policy", "percentiles", "render", "whatif"]
 
-#: The verdicts that are kills of silence.
-KILLS = ("raw_silence", "first_byte_timeout", "semantic_timeout")
-#: Short names accepted in a policy SPEC.
-SHORTHANDS = {
-    "raw": "raw_idle_timeout",
-    "raw_no_keepalive": "raw_idle_timeout_no_keepalive",
-    "first_byte": "first_byte_timeout",
-    "semantic": "semantic_timeout",
-    "wall": "wall_timeout",
-    "notice": "semantic_notice_interval",
-}
-_EPS = 1e-6
-_FIELDS = {f.name for f in fields(Policy)}
-
 
 def parse_policy(text: str) -> tuple[str, Policy]:
-    """``NAME=SPEC`` -> (name, policy). SPEC: comma-separated ``field=value`` with the
-    :class:`Policy` field names (or :data:`SHORTHANDS`), values as in ``OTEL_LIVENESS_*``
-    (seconds, ``off``, ``auto``); empty or ``defaults``: the defaults."""
-    name, eq, spec = text.partition("=")
-    name = name.strip()
-    if not eq or not name:
-        raise ValueError(f"{text!r}: expected NAME=SPEC, e.g. tight=raw=45,first_byte_timeout=auto")
-    env: dict[str, str] = {}
-    for item in spec.split(","):
-        item = item.strip()
-        if not item or item == "defaults":
-            continue
-        key, eq, value = item.partition("=")
-        key = SHORTHANDS.get(key.strip(), key.strip())
-        if not eq:
-            raise ValueError(f"policy {name}: {item!r} is not field=value")
-        if key not in _FIELDS:
-            raise ValueError(f"policy {name}: unknown field {key!r} (fields: {', '.join(sorted(_FIELDS))}; "
-                             f"short: {', '.join(SHORTHANDS)})")
-        env["OTEL_LIVENESS_" + key.upper()] = value.strip()
-    try:
-        return name, Policy.from_env(env)
-    except InvalidPolicy as exc:
-        raise ValueError(f"policy {name}: {str(exc).removeprefix('OTEL_LIVENESS_').lower()}") from None
+    """``NAME=SPEC`` -> (name, policy): :func:`~otel_liveness.core.policy.parse_candidate` (the
+    same SPEC as a live candidate's, ``OTEL_LIVENESS_CANDIDATES``)."""
+    return parse_candidate(text)
 
 
 def load(paths: Iterable[str], provider: str = "anthropic") -> tuple[list[Recording], list[dict[str, str]]]:
@@ -135,24 +99,17 @@ def whatif(recordings: Sequence[Recording], policies: Mapping[str, Policy]) -> d
         for rec, went_silent in zip(recordings, silent, strict=True):
             judged = judge(rec.chunks, rec.provider, policy, rec.body_bytes)
             tally.verdicts[judged.verdict] += 1
-            killed = judged.verdict in KILLS and judged.at is not None and judged.at < rec.end - _EPS
-            if killed:
-                assert judged.at is not None
-                tally.kills += 1
-                if bisect.bisect_right(rec.activity, judged.at + _EPS) < len(rec.activity):
-                    tally.false_kills += 1
-                if not judged.committed:
-                    tally.uploads += 1
-                    tally.upload_bytes += rec.body_bytes or 0
-                if rec.censored:
-                    tally.censored_killed += 1
-            if went_silent:
-                if not killed:
-                    tally.missed += 1
-                elif judged.at is not None and judged.at >= rec.last_activity - _EPS:
-                    tally.caught += 1
-                    tally.delays.append(judged.at - rec.last_activity)
-                # (killed while its wire was still active: a false kill, not a detection)
+            counted = count(rec, judged, went_silent)  # (the canary counts each live attempt the same)
+            tally.kills += counted.kill
+            tally.false_kills += counted.false_kill
+            tally.missed += counted.missed
+            tally.caught += counted.caught
+            tally.censored_killed += counted.censored_kill
+            if counted.upload:
+                tally.uploads += 1
+                tally.upload_bytes += rec.body_bytes or 0
+            if counted.delay is not None:
+                tally.delays.append(counted.delay)
         out["policies"][name] = {
             "kills": tally.kills,
             "false_kills": tally.false_kills,

@@ -34,7 +34,6 @@ telemetry, ``liveness.recorder.drops``) -- never raised into the application.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import json
@@ -48,10 +47,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.capture import TimingCapture
 from ..core.events import AttemptEnded, CaptureItem, Event, RequestStarted
 from ..core.outcome import AttemptOutcome
 from ..core.policy import Policy
+from ..core.recording import capture_records, timing_records
 from ..core.sse import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["DROP_REASONS", "FlightRecorder", "RecorderStats", "capture_lines", "recorder_stats", "timing_lines"]
@@ -122,45 +121,14 @@ def _count_drop(reason: str, what: str, exc: BaseException | None = None) -> Non
 
 def capture_lines(capture: Sequence[tuple[float, CaptureItem]]) -> Iterator[str]:
     """The JSON Lines of a full capture, after its meta record (see the module docstring)."""
-    for t, data in capture:
-        record: dict[str, object] = {"t": round(t, 6)}
-        if data is None:
-            record["eof"] = True
-        elif isinstance(data, Mapping):
-            record["headers"] = data["status"]
-            for name in ("content-type", "content-encoding"):
-                if name in data:
-                    record[name.replace("-", "_")] = data[name]
-        elif isinstance(data, tuple):  # a timing capture's read: no bytes to write
-            record["kind"] = "partial"
-            record["size"] = sum(size for _, size in data)
-        elif data == "end":
-            record["end"] = True
-        elif isinstance(data, str):
-            record["error"] = data
-        else:
-            try:
-                record["data"] = data.decode("utf-8")
-            except UnicodeDecodeError:
-                record["b64"] = base64.b64encode(data).decode()
-        yield json.dumps(record)
+    return map(json.dumps, capture_records(capture))
 
 
 def timing_lines(capture: Sequence[tuple[float, CaptureItem]], provider: str,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> Iterator[str]:
     """The JSON Lines of a timing-only recording, after its meta record: every body read as its
     frames' kinds and sizes (reduced here when ``capture`` still holds the bytes)."""
-    if not isinstance(capture, TimingCapture):
-        reduced = TimingCapture(provider, max_frame_bytes)
-        for item in capture:
-            reduced.append(item)
-        capture = reduced
-    for t, data in capture:
-        if isinstance(data, tuple):
-            for kind, size in data:
-                yield json.dumps({"t": round(t, 6), "kind": kind, "size": size})
-        else:
-            yield from capture_lines([(t, data)])
+    return map(json.dumps, timing_records(capture, provider, max_frame_bytes))
 
 
 def _safe(text: str | None, limit: int = 64) -> str:
