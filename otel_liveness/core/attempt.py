@@ -125,9 +125,10 @@ class Attempt:
         self.prefix: list[bytes] = []  # released bytes (references), up to max_prefix_bytes
         self.prefix_room = policy.max_prefix_bytes
         self.released = 0
-        #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`).
+        #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`), or the
+        #: timing reduction the policy canary judges (``Policy.candidates``).
         self.capture: list[tuple[float, CaptureItem]] | None = (
-            new_capture(policy, profile.name) if policy.capture_dir else None)
+            new_capture(policy, profile.name) if policy.capture_dir or policy.candidates else None)
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self.lane = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
         self.lane.attach(SSEFramer.scanner_of(self.framer))

@@ -112,7 +112,8 @@ class TimingCapture(list[tuple[float, CaptureItem]]):
 
 
 def new_capture(policy: Any, provider: str) -> list[tuple[float, CaptureItem]]:
-    """The capture an attempt keeps for the flight recorder (``policy.capture_dir`` set)."""
-    if policy.capture_mode == "timing":
+    """The capture an attempt keeps for the flight recorder (``policy.capture_dir`` set) or the
+    policy canary (``policy.candidates``: a timing reduction, unless the recorder keeps the bytes)."""
+    if policy.capture_mode == "timing" or not policy.capture_dir:
         return TimingCapture(provider, policy.max_frame_bytes)
     return []

@@ -161,6 +161,7 @@ class Engine:
         body_replayable: Callable[[], str | None] | None = None,
         lock: AbstractContextManager[object] | None = None,
         budgets: RetryBudgets | None = None,
+        canary: R.Canary | None = None,
     ) -> None:
         #: Held by every input method; re-entrant (``timed_out`` answers through ``io_error``). The
         #: drivers pass a ``threading.RLock``; the default is for single-threaded use.
@@ -193,7 +194,7 @@ class Engine:
                 model=facts.model,
                 provider_name=semconv_provider(provider, facts.host),
             ),
-            now, tuple(hooks), on_hook_error, cadence, facts.host,
+            now, tuple(hooks), on_hook_error, cadence, facts.host, canary, facts.body_size,
         )
         self.report = self.reporter.report
         self.published: dict[str, Any] = self.reporter.published

@@ -242,6 +242,11 @@ class Policy:
             return bound if raw_bound is None else max(bound, raw_bound)
         return float(configured)
 
+    @property
+    def candidate_policies(self) -> tuple[tuple[str, Policy], ...]:
+        """``candidates`` as stored: ``((name, Policy), ...)``, empty without."""
+        return typing.cast("tuple[tuple[str, Policy], ...]", self.candidates or ())
+
     def budget_rule(self) -> BudgetRule | None:
         """The retry budget's rule (``None``: no budget)."""
         if self.retry_budget is None:
@@ -358,7 +363,7 @@ def _candidates(value: Any) -> tuple[tuple[str, Policy], ...] | None:
             pairs = [parse_candidate(f"{k}={v}") if isinstance(v, str) else (k, v) for k, v in value.items()]
         else:
             for item in value:
-                pairs.append(parse_candidate(item) if isinstance(item, str) else tuple(item))  # type: ignore[arg-type]
+                pairs.append(parse_candidate(item) if isinstance(item, str) else tuple(item))
     except ValueError as exc:
         raise InvalidPolicy("candidates", str(exc)) from None
     except TypeError:

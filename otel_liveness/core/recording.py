@@ -26,8 +26,20 @@ from .eventstream import bedrock_chunk, bedrock_exception, converse_event, encod
 from .providers import PROFILES
 from .sse import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["BROKE_WITHIN", "KINDS", "SILENCE_OUTCOMES", "CaptureError", "Chunk", "Recording", "capture_records",
-           "frame_bytes", "parse_recording", "recording_of", "timing_records"]
+__all__ = [
+    "BROKE_WITHIN",
+    "KINDS",
+    "SILENCE_OUTCOMES",
+    "CaptureError",
+    "Chunk",
+    "Recording",
+    "capture_records",
+    "frame_bytes",
+    "parse_recording",
+    "recording_meta",
+    "recording_of",
+    "timing_records",
+]
 
 #: The frame kinds of a timing-only recording.
 KINDS = ("heartbeat", "comment", "preamble", "content", "stop", "error", "other", "partial")
@@ -273,6 +285,34 @@ def recording_of(capture: Sequence[tuple[float, CaptureItem]], meta: Mapping[str
     body = (timing_records(capture, provider, max_frame_bytes) if meta.get("format") == "timing"
             else capture_records(capture))
     return build_recording(enumerate((*head, *body), 1), None)
+
+
+def recording_meta(fmt: str, report: Any, record: Any, capture: Sequence[tuple[float, CaptureItem]] | None, *,
+                   host: str | None, model: str | None, body_size: int | None) -> dict[str, Any]:
+    """The first record of an attempt's recording: what it was, without a secret or content
+    (``report``/``record``: the request's :class:`~.outcome.RequestReport` and the attempt's
+    :class:`~.outcome.AttemptRecord`)."""
+    headers: Mapping[str, str | int] = {}
+    for _, item in capture or ():
+        if isinstance(item, Mapping):
+            headers = item
+            break
+    return {
+        "format": fmt,
+        "provider": report.provider,
+        "host": host,
+        "model": model or report.model,
+        "body_bytes": body_size,
+        "shadow": report.shadow,
+        "attempt": record.index,
+        "outcome": record.outcome.value if record.outcome else None,
+        "error_type": record.error_type,
+        "status": record.status,
+        "content_type": headers.get("content-type"),
+        "content_encoding": headers.get("content-encoding"),
+        "raw_bound": record.raw_bound,
+        "first_byte_bound": record.first_byte_bound,
+    }
 
 
 def capture_records(capture: Sequence[tuple[float, CaptureItem]]) -> Iterator[dict[str, Any]]:

@@ -118,7 +118,7 @@ def _replay(engine: Engine, chunks: list[Chunk], silent_after: bool = False) -> 
     return when the attempt ended (the capture's last time when it did not: the attempt is then
     closed, as incomplete)."""
     command: Command | bytes = engine.start(0.0)
-    start = 0.0  # when the read in progress began: the previous record's time
+    start = read_start = 0.0  # when the read in progress began: the previous record's time
     headers_seen = False
     for chunk in chunks:
         if isinstance(chunk.data, bytes) and not headers_seen:
@@ -130,10 +130,10 @@ def _replay(engine: Engine, chunks: list[Chunk], silent_after: bool = False) -> 
         command = _deliver(engine, start, chunk)
         if _over(engine, command):
             return engine.since(_end_time(engine, chunk.t))
-        start = chunk.t
+        read_start, start = start, chunk.t
     last = chunks[-1].t if chunks else 0.0
     if silent_after and chunks and chunks[-1].data == "end":
-        ended = _silence(engine, start)
+        ended = _silence(engine, read_start)  # (the read the attempt ended in began before its end)
         if ended is not None:
             return ended
     engine.closed(last)

@@ -16,17 +16,23 @@ body that cannot be sent again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import errors as E
 from .attempt import Attempt
+from .capture import TimingCapture
 from .clocks import RawSilenceExpired, SemanticTimeoutExpired, Terminal
 from .commands import Fail
-from .events import AttemptEnded, Event, Hook, RequestEnded
+from .events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Hook, RequestEnded
 from .memory import CadenceMemory
 from .outcome import AttemptOutcome, Phase, RequestReport, StopReason
+from .recording import recording_meta
 from .retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome
+
+#: The candidate policies' judge of an ended attempt (:func:`~.canary.judge_candidates` with the
+#: candidates bound): (its capture, its recording's meta) -> each candidate's verdict. Never raises.
+Canary = Callable[[Sequence[tuple[float, CaptureItem]], Mapping[str, Any]], tuple[CandidateVerdict, ...]]
 
 __all__ = [
     "Reporter",
@@ -46,11 +52,12 @@ __all__ = [
 class Reporter:
     """The ending sequence of one request and its attempts (see the module docstring)."""
 
-    __slots__ = ("cadence", "hook_errors", "hooks", "host", "on_hook_error", "published", "report", "start_time")
+    __slots__ = ("body_size", "cadence", "canary", "hook_errors", "hooks", "host", "on_hook_error", "published",
+                 "report", "start_time")
 
     def __init__(self, report: RequestReport, start_time: float, hooks: tuple[Hook, ...],
                  on_hook_error: Callable[[Hook, Exception], None] | None, cadence: CadenceMemory | None,
-                 host: str) -> None:
+                 host: str, canary: Canary | None = None, body_size: int | None = None) -> None:
         self.report = report
         self.start_time = start_time
         self.hooks = hooks
@@ -58,6 +65,9 @@ class Reporter:
         self.hook_errors = 0
         self.cadence = cadence
         self.host = host
+        #: The candidate policies' judge (``Policy.candidates``): asked at the end of every attempt.
+        self.canary = canary
+        self.body_size = body_size
         self.published: dict[str, Any] = {}
         self.publish()
 
@@ -83,7 +93,13 @@ class Reporter:
         attempt.lane.close()
         attempt.capture_end(now)
         self._finish_record(now, attempt, outcome, error_type)
-        self.emit(AttemptEnded(self.report, attempt.record, attempt.capture))
+        candidates: tuple[CandidateVerdict, ...] = ()
+        capture = attempt.capture
+        if self.canary is not None and capture is not None:
+            meta = recording_meta("timing" if isinstance(capture, TimingCapture) else "full", self.report,
+                                  attempt.record, capture, host=self.host, model=None, body_size=self.body_size)
+            candidates = self.canary(capture, meta)
+        self.emit(AttemptEnded(self.report, attempt.record, capture, candidates))
 
     def end_request(self, now: float, stop: StopReason, cause: str | None) -> None:
         """The request is over (the caller runs this once per request)."""

@@ -205,6 +205,8 @@ class TelemetryHook:
         self._retry_delay = histogram(S.M_RETRY_DELAY)
         self._operation = histogram(S.M_OPERATION_DURATION)
         self._tokens = histogram(S.M_TOKEN_USAGE, S.TOKEN_BUCKETS)
+        self._candidate_verdicts = counter(S.M_CANDIDATE_VERDICTS)
+        self._candidate_shift = histogram(S.M_CANDIDATE_SHIFT)
         # The process's flight-recorder drops: one observable counter per meter (a second hook on the
         # same meter gets the same instrument back, whose callback reads the same process totals).
         meter.create_observable_counter(S.M_RECORDER_DROPS[0], callbacks=[_recorder_drops], unit=S.M_RECORDER_DROPS[1],
@@ -428,6 +430,13 @@ class TelemetryHook:
         self._max_gap.record(record.max_semantic_gap, state.metric_base, context=ctx)
         if outcome is AttemptOutcome.TRUNCATED:
             self._truncations.add(1, state.metric_base)
+        for candidate in event.candidates:
+            named = {**state.metric_base, S.CANDIDATE_NAME: candidate.name}
+            for verdict in candidate.verdicts:
+                self._candidate_verdicts.add(1, {**named, S.CANDIDATE_VERDICT: verdict})
+            if candidate.shift is not None:
+                self._candidate_shift.record(abs(candidate.shift), {
+                    **named, S.CANDIDATE_SHIFT: "sooner" if candidate.shift >= 0 else "later"})
         input_tokens = next((record.usage[k] for k in _INPUT if k in record.usage), None)
         output_tokens = next((record.usage[k] for k in _OUTPUT if k in record.usage), None)
         for kind, value in (("input", input_tokens), ("output", output_tokens)):

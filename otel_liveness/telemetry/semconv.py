@@ -124,6 +124,18 @@ M_EXPORT_FAILURES: Final = ("liveness.telemetry.export_failures", "{failure}",
                             "Telemetry exports that failed and were dropped (collector down, network)")
 M_RECORDER_DROPS: Final = ("liveness.recorder.drops", "{recording}",
                            "Flight-recorder recordings not kept, by reason (write_error, too_large, evicted)")
+M_CANDIDATE_VERDICTS: Final = ("liveness.candidate.verdicts", "{attempt}",
+                                "Candidate policies' verdicts on the attempts the enforced policy judged "
+                                "(the policy canary), by candidate and verdict")
+M_CANDIDATE_SHIFT: Final = ("liveness.candidate.detection_shift", "s",
+                            "For a dead attempt a candidate policy would have ended: how much sooner "
+                            "(liveness.candidate.shift=sooner) or later (later) than it ended")
+#: The policy canary's attributes: the candidate's configured name (at most four, validated), its
+#: verdict (``judged``, ``kill``, ``false_kill``, ``upload``, ``missed``, ``caught``, ``fault``), and
+#: the direction of a detection shift (``sooner``, ``later``).
+CANDIDATE_NAME: Final = "liveness.candidate.name"
+CANDIDATE_VERDICT: Final = "liveness.candidate.verdict"
+CANDIDATE_SHIFT: Final = "liveness.candidate.shift"
 #: Why a flight-recorder recording was not kept (on ``liveness.recorder.drops``).
 RECORDER_REASON: Final = "liveness.recorder.reason"
 
@@ -155,4 +167,6 @@ PROMETHEUS: Final = {
     "ttfc": "gen_ai_client_operation_time_to_first_chunk_seconds",
     "operation_duration": "gen_ai_client_operation_duration_seconds",
     "export_failures": "liveness_telemetry_export_failures_total",
+    "candidate_verdicts": "liveness_candidate_verdicts_total",
+    "candidate_shift": "liveness_candidate_detection_shift_seconds",
 }

@@ -5,6 +5,7 @@ inputs, and building responses and typed errors from the engine's commands."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import random
 import threading
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..core.budget import RetryBudgets
+from ..core.canary import judge_candidates
 from ..core.commands import Command, Fail, Reraise, Respond, Send
 from ..core.engine import Engine, IOFailure
 from ..core.errors import ConfigurationWarning
@@ -151,6 +153,8 @@ class TransportBase:
             exhausted=self._exhausted, cadence=self._cadence, body_replayable=replay.problem if replay else None,
             lock=threading.RLock(),  # a sync body may be closed from another thread while it is read
             budgets=BUDGETS,
+            canary=(functools.partial(judge_candidates, policy.candidate_policies, max_frame_bytes=policy.max_frame_bytes)
+                    if policy.candidates else None),
         )
 
     def _attempt_request(self, request: Any, send: Send) -> Any:

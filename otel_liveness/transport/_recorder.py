@@ -50,7 +50,7 @@ from typing import Any
 from ..core.events import AttemptEnded, CaptureItem, Event, RequestStarted
 from ..core.outcome import AttemptOutcome
 from ..core.policy import Policy
-from ..core.recording import capture_records, timing_records
+from ..core.recording import capture_records, recording_meta, timing_records
 from ..core.sse import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["DROP_REASONS", "FlightRecorder", "RecorderStats", "capture_lines", "recorder_stats", "timing_lines"]
@@ -170,29 +170,10 @@ class FlightRecorder:
         self._write(text.encode("utf-8"), record.request_id, record.index)
 
     def _meta(self, event: AttemptEnded, fmt: str) -> dict[str, Any]:
-        record = event.record
         started = self._started
-        headers: Mapping[str, str | int] = {}
-        for _, item in event.capture or ():
-            if isinstance(item, Mapping):
-                headers = item
-                break
-        return {
-            "format": fmt,
-            "provider": event.report.provider,
-            "host": started.host if started else None,
-            "model": (started.model if started else None) or event.report.model,
-            "body_bytes": started.body_size if started else None,
-            "shadow": event.report.shadow,
-            "attempt": record.index,
-            "outcome": record.outcome.value if record.outcome else None,
-            "error_type": record.error_type,
-            "status": record.status,
-            "content_type": headers.get("content-type"),
-            "content_encoding": headers.get("content-encoding"),
-            "raw_bound": record.raw_bound,
-            "first_byte_bound": record.first_byte_bound,
-        }
+        return recording_meta(fmt, event.report, event.record, event.capture,
+                              host=started.host if started else None, model=started.model if started else None,
+                              body_size=started.body_size if started else None)
 
     def _write(self, data: bytes, request_id: str | None, index: int) -> None:
         cap = self.policy.capture_max_bytes
