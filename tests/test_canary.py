@@ -3,7 +3,6 @@ them over the same attempts' recordings; never felt by the enforced policy."""
 
 from __future__ import annotations
 
-import json
 import pathlib
 from collections import Counter
 from typing import Any
@@ -158,13 +157,17 @@ def test_a_capture_the_canary_cannot_read_is_a_fault_not_an_error() -> None:
     assert out == (CandidateVerdict("a", ("fault",), None),)
 
 
-def test_tune_prints_a_candidates_line(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from otel_liveness.tools import tune_demo
+def test_tune_prints_its_recommendation_as_a_candidates_line(tmp_path: pathlib.Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from .test_whatif import known_truth
 
-    tune_demo.write_fleet(str(tmp_path), attempts=120, seed=7)
+    known_truth(tmp_path)
     assert main(["tune", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    (line,) = [line for line in out.splitlines() if line.startswith("OTEL_LIVENESS_CANDIDATES=")]
-    spec = line.split("=", 1)[1].strip("'\"")
-    assert Policy(candidates=spec).candidate_policies[0][0] == "tuned"
-    assert json.dumps(spec)  # (a printable, quotable line)
+    env = [line for line in out.splitlines() if not line.startswith("#")]
+    (line,) = [line for line in out.splitlines() if line.startswith("# OTEL_LIVENESS_CANDIDATES=")]
+    # A comment: ``tune DIR | grep -v '^#' > liveness.env`` stays the policy to enforce.
+    assert not any("CANDIDATES" in e for e in env)
+    (name, tuned), = Policy.from_env({"OTEL_LIVENESS_CANDIDATES": line.split("=", 1)[1]}).candidate_policies
+    enforced = Policy.from_env(dict(e.split("=", 1) for e in env))
+    assert name == "tuned" and tuned == enforced.replace(candidates=None) and tuned != Policy()

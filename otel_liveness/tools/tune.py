@@ -162,6 +162,9 @@ def tune(recordings: Sequence[Recording], *, max_false_kill_rate: float = 0.0, m
         "margin": margin,
         "settings": settings,
         "env": [f"OTEL_LIVENESS_{name.upper()}={_env(settings[name])}" for name in ENV_FIELDS if name in settings],
+        # The same policy as a candidate for the live canary, judged on every attempt before it is enforced.
+        "candidate": "OTEL_LIVENESS_CANDIDATES=tuned=" + ",".join(
+            f"{name}={_env(settings[name])}" for name in ENV_FIELDS if name in settings),
         "groups": rows,
         "first_byte": first_byte,
         "fit": whatif(fit, {"tuned": tuned})["policies"]["tuned"],
@@ -203,4 +206,6 @@ def render(result: Mapping[str, Any]) -> str:
     for warning in result["warnings"]:
         lines.append(f"# warning: {warning}")
     lines += result["env"]
+    lines += ["# or first as a candidate the policy canary judges live beside the enforced policy (docs/tuning.md):",
+              "# " + result["candidate"]]
     return "\n".join(lines)

@@ -17,6 +17,12 @@
 4. **The tuned policy replayed** on every recording beside the defaults: the demo's self-check
    (exit status 0) is zero false kills and a shorter detection delay (p50) than the defaults,
    with no more misses.
+5. **The canary.** A new fleet (the next seed) runs with the tuned policy and the 45 s watchdog
+   as live candidates (``Policy.candidates``, what ``OTEL_LIVENESS_CANDIDATES`` sets): the engine
+   judges every attempt under each as it ends, and their verdicts -- what the
+   ``liveness.candidate.verdicts`` counter and the dashboards' "Candidates" row show -- are
+   printed beside ``whatif`` over the same attempts' recordings; the self-check also asks that
+   the two agree and that the tuned candidate kills no healthy stream.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.canary import VERDICTS
+from ..core.events import AttemptEnded
 from ..core.policy import Policy
 from ..testing import Scenario, SimulatedProvider, anthropic_reply
 from ..testing import steps as s
@@ -41,8 +49,8 @@ from . import tune as tune_mod
 from . import whatif as whatif_mod
 from .recordings import iter_paths
 
-__all__ = ["CLIENT_READ_TIMEOUT", "PREFILL_BASE", "PREFILL_PER_MIB", "fleet", "name_by_scenario", "render", "rescale",
-           "run_tune_demo"]
+__all__ = ["CLIENT_READ_TIMEOUT", "PREFILL_BASE", "PREFILL_PER_MIB", "fleet", "name_by_scenario", "render",
+           "render_canary", "rescale", "run_tune_demo", "scaled"]
 
 PREFILL_BASE = 1.5  # s before the first byte of a tiny prompt
 PREFILL_PER_MIB = 40.0  # s more per MiB of request body
@@ -88,13 +96,14 @@ def fleet(n: int, seed: int) -> list[Attempt]:
     return out
 
 
-def _call(provider: SimulatedProvider, attempt: Attempt, policy: Policy, ts: float, start_at: float) -> str:
+def _call(provider: SimulatedProvider, attempt: Attempt, policy: Policy, ts: float, start_at: float,
+          hooks: tuple[Any, ...] = ()) -> str:
     import anthropic
     import httpx2
 
     from .. import wrap
 
-    transport = wrap(httpx2.HTTPTransport(), policy, telemetry=False)
+    transport = wrap(httpx2.HTTPTransport(), policy, telemetry=False, hooks=hooks)
     client = anthropic.Anthropic(
         base_url=provider.base_url(attempt.name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
         http_client=httpx2.Client(transport=transport, timeout=httpx2.Timeout(CLIENT_READ_TIMEOUT * ts, connect=5.0)),
@@ -175,6 +184,8 @@ def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | N
         tuned_policy = Policy(**tuned["settings"])
         replayed = whatif_mod.whatif(recordings, {"defaults": Policy(), "tuned": tuned_policy})
         replay_s = time.monotonic() - started
+        canary = _canary(attempts, seed + 1, policy, time_scale, workers, os.path.join(directory, "canary"), {
+            "tuned": tuned_policy, "watchdog-45": whatif_mod.parse_policy(POLICIES["watchdog-45"])[1]})
     finally:
         if keep is None:
             shutil.rmtree(directory, ignore_errors=True)
@@ -182,7 +193,7 @@ def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | N
     faster = (t["detection_s"]["p50"] is not None and d["detection_s"]["p50"] is not None
               and t["detection_s"]["p50"] < d["detection_s"]["p50"])
     ok = (t["false_kills"] == 0 and faster and t["missed"] <= d["missed"] and len(recordings) == attempts
-          and named == attempts)
+          and named == attempts and canary["agree"] and canary["live"]["tuned"]["false_kill"] == 0)
     shapes = {shape: sum(1 for a in plan if a.shape == shape) for shape in ("healthy", "dead_prefill", "dead_thinking")}
     return {
         "ok": ok,
@@ -199,8 +210,77 @@ def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | N
         "whatif": compared,
         "tune": tuned,
         "replayed": replayed,
+        "canary": canary,
         "kept": keep,
     }
+
+
+def scaled(policy: Policy, ts: float) -> Policy:
+    """``policy`` with its clocks in the demo's scaled time (``ts`` real seconds per provider second)."""
+    changes: dict[str, Any] = {}
+    for name in ("raw_idle_timeout", "raw_idle_timeout_no_keepalive", "first_byte_base", "first_byte_per_mib",
+                 "first_byte_max", "raw_idle_floor", "semantic_notice_interval", "semantic_timeout", "wall_timeout",
+                 "first_byte_timeout"):
+        value = getattr(policy, name)
+        if isinstance(value, float):
+            changes[name] = value * ts
+    return policy.replace(**changes)
+
+
+def _canary(attempts: int, seed: int, policy: Policy, ts: float, workers: int, directory: str,
+            candidates: Mapping[str, Policy]) -> dict[str, Any]:
+    """Step 5: a new fleet with ``candidates`` judged live; their counts beside whatif's over the
+    same attempts' recordings (both in the run's scaled time; detection shifts in provider seconds)."""
+    live_policies = {name: scaled(candidate, ts) for name, candidate in candidates.items()}
+    ended: list[AttemptEnded] = []
+
+    def keep(event: Any) -> None:
+        if isinstance(event, AttemptEnded):
+            ended.append(event)  # (list.append is atomic: the fleet's threads share it)
+
+    plan = fleet(attempts, seed)
+    live_policy = policy.replace(capture_dir=directory, candidates=live_policies)
+    started = time.monotonic()
+    with SimulatedProvider(time_scale=ts) as provider:
+        for attempt in plan:
+            provider.add(attempt.name, Scenario([attempt.script]))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda ia: _call(provider, ia[1], live_policy, ts, started + ia[0] * 0.02, (keep,)),
+                          enumerate(plan)))
+    live: dict[str, dict[str, Any]] = {name: dict.fromkeys(VERDICTS, 0) | {"sooner_s": [], "later_s": []}
+                                       for name in candidates}
+    for event in ended:
+        for verdict in event.candidates:
+            row = live[verdict.name]
+            for name in verdict.verdicts:
+                row[name] += 1
+            if verdict.shift is not None:
+                row["sooner_s" if verdict.shift >= 0 else "later_s"].append(round(abs(verdict.shift) / ts, 1))
+    recordings, _ = whatif_mod.load([directory])
+    offline = whatif_mod.whatif(recordings, live_policies)["policies"]
+    agree = all((row["kill"], row["false_kill"], row["missed"]) ==
+                (offline[name]["kills"], offline[name]["false_kills"], offline[name]["missed"])
+                for name, row in live.items())
+    for row in live.values():
+        row["sooner_s"] = whatif_mod.percentiles(row["sooner_s"])
+        row["later_s"] = whatif_mod.percentiles(row["later_s"])
+    return {"seed": seed, "attempts": len(ended), "live": live, "agree": agree,
+            "whatif": {name: {k: offline[name][k] for k in ("kills", "false_kills", "missed")} for name in live}}
+
+
+def render_canary(canary: Mapping[str, Any]) -> str:
+    """The dashboards' "Candidates" row as text: per candidate, its live counts and whatif's."""
+    def p50(value: Any) -> str:
+        return "-" if value["p50"] is None else f"{value['p50']:.1f}s"
+
+    lines = [f"{'candidate':<12}  {'kills':>5}  {'false kills':>11}  {'missed':>6}  {'sooner p50':>10}  {'later p50':>9}"
+             f"  whatif (kills/false/missed)"]
+    for name, row in canary["live"].items():
+        w = canary["whatif"][name]
+        lines.append(f"{name:<12}  {row['kill']:>5}  {row['false_kill']:>11}  {row['missed']:>6}  "
+                     f"{p50(row['sooner_s']):>10}  {p50(row['later_s']):>9}  {w['kills']}/{w['false_kills']}/{w['missed']}")
+    lines.append("live counts " + ("equal" if canary["agree"] else "DIFFER FROM") + " whatif over the same attempts")
+    return "\n".join(lines)
 
 
 def render(result: Mapping[str, Any]) -> str:
@@ -226,6 +306,11 @@ def render(result: Mapping[str, Any]) -> str:
         "3. the tuned policy replayed on every recording:",
         "",
         *("   " + line for line in whatif_mod.render(result["replayed"]).splitlines()),
+        "",
+        f"4. the canary: a new fleet (seed {result['canary']['seed']}), the tuned policy and watchdog-45 judged live "
+        f"on its {result['canary']['attempts']} attempts (liveness.candidate.verdicts):",
+        "",
+        *("   " + line for line in render_canary(result["canary"]).splitlines()),
         "",
     ]
     d, t = result["replayed"]["policies"]["defaults"], result["replayed"]["policies"]["tuned"]
