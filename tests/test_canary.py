@@ -4,6 +4,7 @@ them over the same attempts' recordings; never felt by the enforced policy."""
 from __future__ import annotations
 
 import pathlib
+import random
 from collections import Counter
 from typing import Any
 
@@ -171,3 +172,54 @@ def test_tune_prints_its_recommendation_as_a_candidates_line(tmp_path: pathlib.P
     (name, tuned), = Policy.from_env({"OTEL_LIVENESS_CANDIDATES": line.split("=", 1)[1]}).candidate_policies
     enforced = Policy.from_env(dict(e.split("=", 1) for e in env))
     assert name == "tuned" and tuned == enforced.replace(candidates=None) and tuned != Policy()
+
+
+def drawn_attempt(rng: random.Random, provider: str) -> list[tuple[float, Any]]:
+    """A completed attempt's timing capture: headers, a prefill, frames with gaps from a few ms to
+    a few minutes (heartbeats, comments, content), the end frame, the body's end."""
+    t = rng.uniform(0.01, 2.0)
+    capture: list[tuple[float, Any]] = [(t, {"status": 200, "content-type": "text/event-stream"})]
+    t += rng.choice([0.0, rng.uniform(0, 5), rng.uniform(0, 300)])
+    capture.append((t, (("preamble", 120),)))
+    for _ in range(rng.randint(0, 12)):
+        t += rng.choice([rng.uniform(0, 0.5), rng.uniform(0, 40), rng.uniform(0, 200)])
+        kind = rng.choice(["heartbeat", "comment", "content", "content", "other"])
+        capture.append((t, ((kind, 60),)))
+    t += rng.uniform(0, 3)
+    capture.append((t, (("content", 60), ("stop", 30))))
+    capture.append((t + rng.uniform(0, 0.01), None))
+    return capture
+
+
+def drawn_policy(rng: random.Random) -> Policy:
+    first_byte = rng.choice([None, "auto", rng.uniform(1, 300)])
+    return Policy(raw_idle_timeout=rng.uniform(0.5, 120), raw_idle_timeout_no_keepalive=rng.uniform(0.5, 700),
+                  first_byte_timeout=first_byte, first_byte_base=rng.uniform(1, 60), raw_idle_adaptive=rng.random() < 0.3,
+                  raw_idle_floor=rng.uniform(0.5, 30), semantic_notice_interval=None,
+                  semantic_timeout=rng.choice([None, rng.uniform(1, 600)]))
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses", "gemini", "sse"])
+def test_a_spared_replay_is_one_that_could_not_have_killed(provider: str) -> None:
+    """The canary skips the replay of a completed attempt no clock of a candidate could reach
+    (``cannot_kill``): on thousands of drawn attempts and policies, every attempt it would spare
+    is one the replay does not kill -- and the replay does kill some of those it does not spare."""
+    from otel_liveness.core.canary import KILLS, _spared, cannot_kill
+    from otel_liveness.core.recording import recording_of
+    from otel_liveness.core.replay import judge
+
+    rng = random.Random(f"canary-{provider}")
+    spared = killed = 0
+    for _ in range(600):
+        capture = drawn_attempt(rng, provider)
+        policy = drawn_policy(rng)
+        rec = recording_of(capture, {"format": "timing", "provider": provider, "outcome": "completed",
+                                     "body_bytes": rng.choice([None, 1000, 3_000_000])})
+        judged = judge(rec.chunks, rec.provider, policy, rec.body_bytes)
+        kill = judged.verdict in KILLS and judged.at is not None and judged.at < rec.end - 1e-6
+        times, first_read = _spared(capture, "completed") or ([], 0)
+        if cannot_kill(times, first_read, policy):
+            spared += 1
+            assert not kill, (capture, policy, judged)
+        killed += kill
+    assert spared >= 60 and killed >= 60, (spared, killed)  # both sides drawn often

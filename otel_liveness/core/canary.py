@@ -24,28 +24,39 @@ enforced policy's own kill of silence cut short): when the attempt ended minus w
 would have ended it -- positive, sooner; negative, later (an attempt that ended with its read in
 silence is followed past its end, as if it had stayed silent, to the candidate's verdict).
 
+**What a replay can be spared.** Most attempts complete, and most candidates could not have
+ended them: no clock of the candidate falls due between two of the attempt's wire events (every
+gap under its smallest possible bound). For such an attempt the replay has nothing to find -- no
+verdict of silence can fall, so it counts ``judged`` alone -- and it is not run
+(:func:`cannot_kill`: a bound on every clock the engine could apply, never a second judgment;
+tests/test_canary.py checks it against the replay on thousands of drawn attempts). Every other
+attempt -- dead, failed, or with a gap a candidate's clock could reach -- is replayed.
+
 Pure: no clock, no I/O. The canary never changes what the enforced policy does.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .events import CandidateVerdict, CaptureItem
+from .outcome import AttemptOutcome
 from .policy import Policy
 from .recording import Recording, recording_of
 from .replay import Judged, judge
 
-__all__ = ["KILLS", "VERDICTS", "Count", "count", "judge_candidates"]
+__all__ = ["KILLS", "VERDICTS", "Count", "cannot_kill", "count", "judge_candidates"]
 
 #: The verdicts that are kills of silence.
 KILLS = ("raw_silence", "first_byte_timeout", "semantic_timeout")
 #: The values of ``liveness.candidate.verdict`` (see the module docstring).
 VERDICTS = ("judged", "kill", "false_kill", "upload", "missed", "caught", "fault")
 _EPS = 1e-6
+_JUDGED = ("judged",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +95,66 @@ def count(rec: Recording, judged: Judged, went_silent: bool) -> Count:
     return Count(killed, false_kill, upload, went_silent and not killed, caught, killed and rec.censored, delay)
 
 
+#: A gap this close to a bound (or closer) is left to the replay (the clocks' own tolerances).
+_MARGIN = 1e-3
+
+
+def _least(*bounds: float | None) -> float:
+    values = [b for b in bounds if b is not None]
+    return min(values) if values else math.inf
+
+
+def cannot_kill(times: Sequence[float], first_read: int, policy: Policy) -> bool:
+    """Whether no verdict of silence of ``policy`` can fall within an attempt whose wire events
+    came at ``times`` (seconds since its request was sent, in order; ``times[first_read]`` the
+    first body read, ``len(times)`` when none): every gap from the request's sending is under
+    the smallest bound the engine could apply there -- before the first body byte, the first-byte
+    bound (``auto``: at least its base and the raw bound; ``None``: the raw bound); after it, the
+    raw bound (the least of the keep-alive, no-keep-alive and non-streaming bounds, and the
+    adaptive floor); and the whole attempt under the semantic timeout. ``False`` means "replay"."""
+    raw = _least(policy.raw_idle_timeout, policy.raw_idle_timeout_no_keepalive, policy.raw_idle_timeout_non_streaming,
+                 policy.raw_idle_floor if policy.raw_idle_adaptive else None)
+    first_byte = policy.first_byte_timeout
+    if first_byte is None:
+        before = raw
+    elif first_byte == "auto":
+        before = max(min(policy.first_byte_base, policy.first_byte_max), raw)
+    else:
+        before = float(first_byte)
+    last = 0.0
+    for i, t in enumerate(times):
+        bound = before if i <= first_read else raw
+        if t - last >= bound - max(_MARGIN, bound * 0.01):
+            return False
+        last = t
+    semantic = policy.semantic_timeout
+    return semantic is None or last < semantic - max(_MARGIN, semantic * 0.01)
+
+
+def _spared(capture: Sequence[tuple[float, CaptureItem]], outcome: Any) -> tuple[list[float], int] | None:
+    """The wire events' times of a completed attempt (and its first body read's index) -- the
+    attempts a replay may be spared -- or ``None``."""
+    if outcome != AttemptOutcome.COMPLETED.value or not capture or capture[-1][1] is not None:
+        return None  # (a completed attempt's capture ends with its body's end)
+    times = [t for t, _ in capture]
+    first_read = next((i for i, (_, item) in enumerate(capture) if isinstance(item, (bytes, tuple))), len(times))
+    return times, first_read
+
+
 def judge_candidates(candidates: Sequence[tuple[str, Policy]], capture: Sequence[tuple[float, CaptureItem]],
                      meta: Mapping[str, Any], max_frame_bytes: int) -> tuple[CandidateVerdict, ...]:
     """Each candidate's verdict on one attempt: ``capture`` its recorder capture (a timing
     reduction, or bytes), ``meta`` the recorder's description of it. Never raises: a candidate
     whose judgment fails counts ``fault``."""
+    calm: list[bool] = []
+    try:
+        spared = _spared(capture, meta.get("outcome"))
+        if spared is not None:
+            calm = [cannot_kill(spared[0], spared[1], policy) for _, policy in candidates]
+            if all(calm):
+                return tuple(CandidateVerdict(name, _JUDGED, None) for name, _ in candidates)
+    except Exception:  # noqa: BLE001 - as below
+        return tuple(CandidateVerdict(name, ("fault",), None) for name, _ in candidates)
     try:
         rec = recording_of(capture, meta, max_frame_bytes=max_frame_bytes)
         went_silent = rec.went_silent
@@ -96,7 +162,10 @@ def judge_candidates(candidates: Sequence[tuple[str, Policy]], capture: Sequence
     except Exception:  # noqa: BLE001 - the canary is a shadow of a shadow: a fault is counted, never raised
         return tuple(CandidateVerdict(name, ("fault",), None) for name, _ in candidates)
     out: list[CandidateVerdict] = []
-    for name, policy in candidates:
+    for i, (name, policy) in enumerate(candidates):
+        if spared is not None and calm[i]:
+            out.append(CandidateVerdict(name, _JUDGED, None))
+            continue
         try:
             judged = judge(rec.chunks, rec.provider, policy, rec.body_bytes, silent_after=True)
             counted = count(rec, judged, went_silent)
