@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -67,7 +68,7 @@ def rotated(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[fl
 
 def measure(url: str, http: dict[str, httpx2.Client], rounds: int) -> dict[str, Any]:
     reads = raw_path(http["plain"], url)
-    cpu = rotated({name: (lambda c=c: raw_path(c, url)) for name, c in http.items()}, rounds)
+    cpu = rotated({name: functools.partial(raw_path, c, url) for name, c in http.items()}, rounds)
     median = {name: statistics.median(values) for name, values in cpu.items()}
     base = median["candidates=0"]
     per_candidate = (median["candidates=3"] - median["candidates=1"]) / 2
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                           ("short reply, every attempt replayed", replayed), ("long stream", long)):
             print(f"{name}: {row['reads']} reads; client CPU per request "
                   + ", ".join(f"{k} {v:.0f} us" for k, v in row["cpu_us"].items()))
-            print(f"  shared by the candidates {row['reduction_us']:.0f} us ({row['reduction_us_per_read']:.1f} us a read: the timing reduction, and the recording when one is replayed); "
+            print(f"  shared by the candidates {row['reduction_us']:.0f} us ({row['reduction_us_per_read']:.1f} us a read: "
+                  "the timing reduction, and the recording when one is replayed); "
                   f"each candidate's judgment {row['per_candidate_us']:.1f} us = "
                   f"{100 * row['per_candidate_of_request']:.1f} % of the wrapped request "
                   f"(paired median {100 * row['per_candidate_of_request_paired_median']:.1f} %; "
