@@ -21,7 +21,7 @@ from ._extras import missing_extra
 from .core.anthropic import continuation_message
 from .core.errors import ProviderError, StreamTruncated, WallTimeout, liveness_error
 from .core.events import AttemptEnded, Heartbeats, RetryScheduled, SemanticNotice, Verdict
-from .core.policy import Policy
+from .core.policy import Policy, parse_candidate
 from .testing import Scenario, SimulatedProvider, anthropic_reply
 from .testing import steps as s
 from .testing.scripts import anthropic_error, anthropic_status, sse_event
@@ -141,6 +141,31 @@ class TurnResult:
     seconds: float = 0.0
     ok: bool = False
     expected: dict[str, Any] = field(default_factory=dict)
+    #: The canary's candidates' counts over the turn's attempts (``{name: {verdict: n}}``).
+    canary: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+#: The demo's policy canary: a candidate judged live on every attempt, enforcing nothing -- the
+#: 45 s watchdog on any silence that harnesses use (``otel-liveness whatif``'s ``watchdog-45``).
+CANARY = "watchdog-45=raw=45,raw_no_keepalive=45,first_byte=45"
+
+
+def scale_policy(policy: Policy, ts: float) -> Policy:
+    """``policy`` with its clocks in scaled time (``ts`` real seconds per provider second)."""
+    changes: dict[str, Any] = {}
+    for name in ("raw_idle_timeout", "raw_idle_timeout_no_keepalive", "raw_idle_timeout_non_streaming",
+                 "first_byte_base", "first_byte_per_mib", "first_byte_max", "raw_idle_floor",
+                 "semantic_notice_interval", "semantic_timeout", "wall_timeout", "first_byte_timeout"):
+        value = getattr(policy, name)
+        if isinstance(value, float):
+            changes[name] = value * ts
+    return policy.replace(**changes)
+
+
+def canary_candidates(ts: float) -> dict[str, Policy]:
+    """The demo's candidates, in scaled time."""
+    name, policy = parse_candidate(CANARY)
+    return {name: scale_policy(policy, ts)}
 
 
 def scaled_policy(ts: float, *, shadow: bool, wall: float | None) -> Policy:
@@ -215,7 +240,8 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
     result = TurnResult(scenario.name, scenario.title, expected=scenario.expect.__dict__)
     provider.add(scenario.name, Scenario(scenario.script(ts)))
     events: list[Any] = []
-    policy = scaled_policy(ts, shadow=shadow, wall=scenario.wall).replace(capture_dir=capture_dir)
+    policy = scaled_policy(ts, shadow=shadow, wall=scenario.wall).replace(capture_dir=capture_dir,
+                                                                          candidates=canary_candidates(ts))
     BUDGETS.clear()  # each turn on its own: the host's retry budget full (core/budget.py) ...
     fleet_failures(provider, scenario, policy)  # ... unless other agents spent it just before
     transport = wrap(httpx2.HTTPTransport(), policy, hooks=[events.append, *hooks])
@@ -270,6 +296,11 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
                       for e in events if isinstance(e, RetryScheduled)]
     result.verdicts = [f"{e.kind.value}{'' if e.enforced else ' (observed)'}" for e in events if isinstance(e, Verdict)]
     ends = [e for e in events if isinstance(e, AttemptEnded)]
+    for end in ends:
+        for candidate in end.candidates:
+            counts = result.canary.setdefault(candidate.name, {})
+            for verdict in candidate.verdicts:
+                counts[verdict] = counts.get(verdict, 0) + 1
     result.stop_reason = ends[-1].report.stop_reason.value if ends and ends[-1].report.stop_reason else None
     result.ok = _check(result, scenario.expect, shadow)
     return result
@@ -288,7 +319,7 @@ def fleet_failures(provider: SimulatedProvider, scenario: DemoScenario, policy: 
 
     name = f"{scenario.name}-fleet"
     provider.add(name, Scenario(scenario.script(1.0)))
-    quiet = policy.replace(capture_dir=None)
+    quiet = policy.replace(capture_dir=None, candidates=None)
     for _ in range(scenario.fleet_failures):
         client = anthropic.Anthropic(base_url=provider.base_url(name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
                                      http_client=httpx2.Client(transport=wrap(httpx2.HTTPTransport(), quiet, telemetry=False)))
@@ -434,6 +465,24 @@ def _retries_cell(retries: list[dict[str, Any]], width: int) -> str:
     return f"{len(retries)} retries"
 
 
+def _canary_line(turns: list[TurnResult]) -> str:
+    """What the canary's candidate would have done to the demo's attempts (judged live, enforced nowhere)."""
+    totals: dict[str, dict[str, int]] = {}
+    for t in turns:
+        for name, counts in t.canary.items():
+            row = totals.setdefault(name, {})
+            for verdict, n in counts.items():
+                row[verdict] = row.get(verdict, 0) + n
+    lines = []
+    for name, row in totals.items():
+        g = row.get
+        lines.append(f"canary: candidate {name} (judged live on every attempt, enforcing nothing) would have killed "
+                     f"{g('kill', 0)} of {g('judged', 0)} attempts, {g('false_kill', 0)} of them streams that were "
+                     f"alive (false kills), and missed {g('missed', 0)} that went silent "
+                     "(liveness.candidate.verdicts; docs/tuning.md, 'The policy canary')")
+    return "\n".join(lines)
+
+
 def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict[str, Any] | None, ok: bool, out: Any,
             *, otlp: str | None = None, capture_dir: str | None = None) -> None:
     def p(*args: Any) -> None:
@@ -475,6 +524,9 @@ def _render(turns: list[TurnResult], accounting: dict[str, Any], telemetry: dict
     else:
         p("telemetry: no summary -- the OpenTelemetry SDK is not installed (pip install 'otel-liveness[sdk]'; "
           "from a checkout '.[sdk]'); the transport's telemetry goes through the API, a no-op without it")
+    canary = _canary_line(turns)
+    if canary:
+        p(canary)
     p()
     p("self-check: " + ("every turn behaved as the policy says" if ok else "SOME TURNS DID NOT BEHAVE AS EXPECTED"))
     p()

@@ -115,6 +115,7 @@ def test_the_candidates_never_change_the_enforced_policy_and_a_fault_is_counted(
         raise RuntimeError("a candidate's judgment failed")
 
     monkeypatch.setattr(canary_module, "judge", broken)
+    monkeypatch.setattr(canary_module, "cannot_kill", lambda *args: False)  # (no replay spared: the fault falls)
     reader = InMemoryMetricReader()
     transport = otel_liveness.wrap(httpx2.HTTPTransport(), ENFORCED.replace(candidates=CANDIDATES),
                                    meter_provider=MeterProvider(metric_readers=[reader]))

@@ -407,3 +407,26 @@ def test_the_end_of_the_body_is_wire_activity_and_encoding_is_dropped_for_rebuil
     row = whatif(recordings, dict([parse_policy("r=raw=50")]))["policies"]["r"]
     assert (row["kills"], row["false_kills"], row["caught"], row["missed"]) == (1, 1, 0, 0)
     assert row["verdicts"] == {"raw_silence": 1}
+
+
+def test_what_went_silent_excludes_answers_and_the_policy_s_own_cuts() -> None:
+    """An error status left unread is an answer, a wall-budget cut may have cut a speaking wire,
+    and a truncation by a kill of silence is censored like a kill before content."""
+    def rec(meta: dict[str, Any], *records: dict[str, Any]) -> Any:
+        lines = [json.dumps({"t": 0, "meta": {"format": "timing", "provider": "anthropic", **meta}})]
+        return parse_recording([*lines, *map(json.dumps, records)])
+
+    status = rec({"outcome": "rate_limited"}, {"t": 0.1, "headers": 429}, {"t": 5.0, "end": True})
+    assert not status.went_silent and not status.censored
+    wall = rec({"outcome": "wall_budget"}, {"t": 0.1, **SSE}, {"t": 1, "kind": "preamble", "size": 60},
+               {"t": 60, "end": True})
+    assert not wall.went_silent and not wall.censored
+    cut = rec({"outcome": "truncated", "error_type": "raw_silence"}, {"t": 0.1, **SSE},
+              {"t": 1, "kind": "content", "size": 60}, {"t": 91, "end": True})
+    assert cut.censored and not cut.went_silent
+    shadow_cut = rec({"outcome": "truncated", "error_type": "raw_silence", "shadow": True}, {"t": 0.1, **SSE},
+                     {"t": 1, "kind": "content", "size": 60}, {"t": 200, "end": True})
+    assert shadow_cut.went_silent and not shadow_cut.censored  # (shadow: nothing was cut)
+    broken = rec({"outcome": "truncated", "error_type": "read_error"}, {"t": 0.1, **SSE},
+                 {"t": 1, "kind": "content", "size": 60}, {"t": 1.2, "error": "read_error"})
+    assert not broken.went_silent and not broken.censored

@@ -48,6 +48,9 @@ KINDS = ("heartbeat", "comment", "preamble", "content", "stop", "error", "other"
 #: *censored* -- it cannot tell whether the wire would have recovered.
 SILENCE_OUTCOMES = ("raw_silence", "semantic_timeout")
 _MARKERS = ("read_error", "connect_error")
+#: Outcomes that say the wire did not go silent for good: the reply completed, or the recording-time
+#: policy's wall budget cut an attempt that may still have been speaking.
+_NOT_SILENT = ("completed", "wall_budget")
 #: A connection error within this many seconds of the last wire event is the wire breaking (a
 #: reset); later, it ends a silence (a client's read timeout, a proxy's idle timeout).
 BROKE_WITHIN = 1.0
@@ -120,14 +123,18 @@ class Recording:
 
     @property
     def censored(self) -> bool:
-        """Cut by the recording-time policy's own kill of silence (enforced, not shadow): what the
-        wire would have done after it is unknown. A capture without a description that ends with
-        ``end`` is taken as censored (nothing says otherwise)."""
+        """Cut by the recording-time policy's own kill of silence (enforced, not shadow; before
+        content, or after it as a truncation): what the wire would have done after it is unknown.
+        A capture without a description that ends with ``end`` is taken as censored (nothing says
+        otherwise)."""
         if self.ending != "end":
             return False
         if not self.meta:
             return True
-        return not self.meta.get("shadow") and self.meta.get("outcome") in SILENCE_OUTCOMES
+        outcome = self.meta.get("outcome")
+        if outcome == "truncated":  # (a reply cut after content: by what, its error type says)
+            outcome = self.meta.get("error_type")
+        return not self.meta.get("shadow") and outcome in SILENCE_OUTCOMES
 
     @property
     def went_silent(self) -> bool:
@@ -135,13 +142,21 @@ class Recording:
         attempt ended with nothing more read (no end of body, no stop or error frame, not
         completed; a connection error only after :data:`BROKE_WITHIN` seconds of silence -- a
         client's or a proxy's timeout -- since one right after a byte is the wire breaking, not
-        going silent) and no kill of the recording-time policy cut it short."""
+        going silent), the provider did not answer with an error status (a 429 or a 5xx whose body
+        was left unread is an answer), and no clock of the recording-time policy cut it short (a
+        kill of silence -- :attr:`censored` -- or the wall budget)."""
         if self.ending == "error":
             ended_silent = self.end - self.last_activity >= BROKE_WITHIN
         else:
             ended_silent = self.ending == "end"
-        return (ended_silent and not self.censored and self.meta.get("outcome") != "completed"
-                and not self.frame_kinds() & {"stop", "error"})
+        return (ended_silent and not self.censored and self.meta.get("outcome") not in _NOT_SILENT
+                and not self.answered_with_status() and not self.frame_kinds() & {"stop", "error"})
+
+    def answered_with_status(self) -> bool:
+        """The provider answered with a status other than 2xx (a rate limit, an overload, an
+        error): an answer, whatever the body did after."""
+        return any(isinstance(c.data, Mapping) and not 200 <= int(c.data.get("status", 200)) < 300
+                   for c in self.chunks)
 
 
 # -- canonical frames for a timing-only replay -----------------------------------------------------

@@ -50,7 +50,7 @@ from . import whatif as whatif_mod
 from .recordings import iter_paths
 
 __all__ = ["CLIENT_READ_TIMEOUT", "PREFILL_BASE", "PREFILL_PER_MIB", "fleet", "name_by_scenario", "render",
-           "render_canary", "rescale", "run_tune_demo", "scaled"]
+           "render_canary", "rescale", "run_tune_demo"]
 
 PREFILL_BASE = 1.5  # s before the first byte of a tiny prompt
 PREFILL_PER_MIB = 40.0  # s more per MiB of request body
@@ -215,23 +215,13 @@ def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | N
     }
 
 
-def scaled(policy: Policy, ts: float) -> Policy:
-    """``policy`` with its clocks in the demo's scaled time (``ts`` real seconds per provider second)."""
-    changes: dict[str, Any] = {}
-    for name in ("raw_idle_timeout", "raw_idle_timeout_no_keepalive", "first_byte_base", "first_byte_per_mib",
-                 "first_byte_max", "raw_idle_floor", "semantic_notice_interval", "semantic_timeout", "wall_timeout",
-                 "first_byte_timeout"):
-        value = getattr(policy, name)
-        if isinstance(value, float):
-            changes[name] = value * ts
-    return policy.replace(**changes)
-
-
 def _canary(attempts: int, seed: int, policy: Policy, ts: float, workers: int, directory: str,
             candidates: Mapping[str, Policy]) -> dict[str, Any]:
     """Step 5: a new fleet with ``candidates`` judged live; their counts beside whatif's over the
     same attempts' recordings (both in the run's scaled time; detection shifts in provider seconds)."""
-    live_policies = {name: scaled(candidate, ts) for name, candidate in candidates.items()}
+    from ..demo import scale_policy
+
+    live_policies = {name: scale_policy(candidate, ts) for name, candidate in candidates.items()}
     ended: list[AttemptEnded] = []
 
     def keep(event: Any) -> None:
