@@ -424,3 +424,45 @@ def test_with_retry_statuses_off_a_middleware_sees_the_first_status(provider) ->
         assert stream.get_final_text() == "fb"
     assert models == ["fallback"] and provider.attempts("fallback") == 2
     assert [r.body for r in provider.requests("fallback")][1].count(b"claude-fallback") == 1
+
+
+# -- a request that must not be sent twice: a remote MCP server among its tools -------------------
+
+MCP_TOOL = {"type": "mcp", "server_label": "desk", "server_url": "https://mcp.example/mcp", "require_approval": "never"}
+
+
+def test_a_request_with_a_remote_mcp_server_gets_one_attempt_as_its_sdk_gives_it(provider) -> None:  # type: ignore[no-untyped-def]
+    # The provider may have called the MCP server's tools -- their effects made -- before it
+    # failed: the openai SDK's tool runner sends such a request with max_retries=0, and the
+    # transport, which sees the tool in the body, makes one attempt too (found by the openai SDK's
+    # own tests, tests/lib/test_runner_server_tools.py).
+    import openai
+
+    from otel_liveness.testing.scripts import openai_responses_reply
+
+    server_error = s.Status(500, b'{"error": {"message": "synthetic failure", "type": "server_error"}}')
+    transport = otel_liveness.wrap(httpx2.HTTPTransport(), FAST, telemetry=False)
+    url = provider.add("mcp", [[server_error], [s.Headers(), *openai_responses_reply("late")]])
+    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=transport))
+    with pytest.raises(openai.InternalServerError) as info:
+        client.responses.create(model="m", input="hi", tools=[MCP_TOOL], stream=True)  # type: ignore[list-item]
+    assert provider.attempts("mcp") == 1
+    assert info.value.response.extensions["liveness"]["stop_reason"] == "deferred"
+    # The same request without the MCP tool is retried below the SDK, as every request is.
+    url = provider.add("no-mcp", [[server_error], [s.Headers(), *openai_responses_reply("answered")]])
+    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=transport))
+    text = "".join(event.delta for event in client.responses.create(model="m", input="hi", stream=True)
+                   if event.type == "response.output_text.delta")
+    assert text == "answered" and provider.attempts("no-mcp") == 2
+
+
+def test_only_the_tools_member_names_a_remote_mcp_server() -> None:
+    from otel_liveness.core.request import RequestFacts
+
+    def facts(body: bytes) -> RequestFacts:
+        return RequestFacts.read(method="POST", url="https://api.openai.com/v1/responses", host="api.openai.com",
+                                 port=None, path="/v1/responses", headers={}, body=body, read_timeout=None)
+
+    assert facts(b'{"model":"m","tools":[{"type":"function","name":"f"},{"type" : "mcp","server_label":"x"}]}').once
+    assert not facts(b'{"model":"m","input":"what is {\\"type\\":\\"mcp\\"}?","tools":[{"type":"web_search"}]}').once
+    assert not facts(b'{"model":"m","input":"hi"}').once

@@ -633,12 +633,15 @@ class Engine:
             if exc is not None:
                 return Reraise(exc)
             return COMPLETE  # the body ended as it came (EOF): reported as observed
-        if status_response and (self.facts.statuses_above or not self.policy.retry_statuses):
+        if status_response and (self.facts.statuses_above or self.facts.once or not self.policy.retry_statuses):
             # An SDK component above recovers from this status itself (its refusal-fallback
-            # middleware's requests; every request with retry_statuses off): its to act on, at once.
+            # middleware's requests; every request with retry_statuses off), or the request must
+            # not be sent twice (facts.once): its to act on, at once.
             self._conclude(now, attempt_outcome(failure), R.error_type(failure), StopReason.DEFERRED, failure.cause)
             return self._respond(passthrough=True)
         decision = decide(self.retry_state, failure, self.policy, wall_now=self.wall_now(), jitter=self.jitter())
+        if self.facts.once and isinstance(decision, Retry):
+            decision = GiveUp(decision.reason, decision.rate_limited)  # (a request not to send twice: one attempt)
         if self.budget is not None and not failure.committed and failure_reason(failure) is not None:
             decision = self._budgeted(now, attempt, failure, decision)
         problem = None

@@ -59,6 +59,12 @@ class RequestFacts:
     #: it moves a failed hop on, or re-sends a capacity-failed fast one without ``speed``); the
     #: transport passes such a status up at once rather than spend attempts first.
     statuses_above: bool = False
+    #: The request must not be sent twice: it gives the model a remote MCP server (an OpenAI
+    #: Responses ``tools`` entry of ``"type": "mcp"``), whose tools the provider may already have
+    #: called -- their effects made -- when the request fails. Its SDK makes one attempt (the
+    #: openai SDK's tool runner sends it with ``max_retries=0``); so does the transport: no retry,
+    #: and an error status passed up as it came.
+    once: bool = False
     key: RequestKey | str | None = None  # identity for the exhausted-request cache (method, URL, body, auth digest)
 
     @classmethod
@@ -86,9 +92,11 @@ class RequestFacts:
         found = top_level(body, _MEMBERS) if body else None
         if found is not None:
             model, stream = _string(found[0]), found[1] == b"true"
+            once = found[2] is not None and _REMOTE_MCP.search(found[2]) is not None
         else:  # not an object the walk follows (or no body): parsed, and searched, as a whole
             model = _model(body)
             stream = body is not None and (b'"stream":true' in body or b'"stream": true' in body)
+            once = False
         streaming = stream_path or stream or "text/event-stream" in headers.get("accept", "")
         retry_count = headers.get("x-stainless-retry-count", "0")
         carrier = {k: headers[k] for k in TRACE_HEADERS if k in headers}
@@ -108,11 +116,14 @@ class RequestFacts:
             sdk_traced=sdk_traced,
             propagate=not carrier and not sdk_traced,
             statuses_above=_FALLBACK_MIDDLEWARE in headers.get("x-stainless-helper", ""),
+            once=once,
             key=RequestKey(method, url, body, auth_identity(headers)) if body is not None else None,
         )
 
 
-_MEMBERS = (b"model", b"stream")
+_MEMBERS = (b"model", b"stream", b"tools")
+#: A remote MCP server among a request's tools (the ``tools`` member's raw JSON).
+_REMOTE_MCP = re.compile(rb'"type"\s*:\s*"mcp"')
 _FALLBACK_MIDDLEWARE = "fallback-refusal-middleware"
 
 #: The anthropic SDK's clients (``Anthropic``, ``AsyncAnthropic``, ``AnthropicBedrock``,
