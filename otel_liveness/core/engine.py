@@ -21,7 +21,8 @@ may follow which. The engine decides; its parts keep the books:
 - :mod:`.attempt` -- one attempt: what is held and what is released (the holding rule, the JSON
   probe, the in-band error split), the released prefix, the steady lane;
 - :mod:`.clocks` -- every bound and verdict: which bound a read is judged by, when a waiting read
-  wakes (:attr:`Engine.hints`), the socket timeout, wire silence, notices;
+  wakes (``Engine.wake_hint``, ``stop_hint``, ``raw_hint``), the socket timeout, wire silence,
+  notices;
 - :mod:`.retry` -- which failures are retried and after how long (:func:`.retry.decide`);
 - :mod:`.report` -- the ending sequence (attempt record, capture, hooks, request end, published
   report), run exactly once per attempt and once per request, and the typed errors a request ends
@@ -54,7 +55,6 @@ from .clocks import (
     NO_HINTS,
     TOLERANCE,
     AttemptClock,
-    Hints,
     Notice,
     SemanticTimeoutExpired,
     Terminal,
@@ -224,11 +224,6 @@ class Engine:
     @property
     def hook_errors(self) -> int:
         return self.reporter.hook_errors
-
-    @property
-    def hints(self) -> Hints:
-        """The hints as one :class:`~.clocks.Hints` (the drivers read the three numbers)."""
-        return Hints(self.wake_hint, self.stop_hint, self.raw_hint)
 
     @property
     def lane(self) -> PyLane:
