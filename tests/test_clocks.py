@@ -99,7 +99,7 @@ def test_raw_silence_reports_phase_and_commitment(script, phase, committed, at) 
 def test_raw_clock_exempt_when_none() -> None:
     clock, seen = run([(1.0, "headers"), (10_000.0, "poll")], raw_idle=None, notice_every=None)
     inf = float("inf")
-    assert seen == [] and (clock.read_deadline(1.0), clock.timed_deadline(), clock.next_notice_at()) == (inf, inf, inf)
+    assert seen == [] and (clock.read_deadline(1.0), clock.hints(True)[1], clock.next_notice_at()) == (inf, inf, inf)
 
 
 def test_semantic_timeout_only_when_configured() -> None:
@@ -118,12 +118,12 @@ def test_earliest_deadline_wins_and_notice_precedes_terminal() -> None:
     clock = AttemptClock(0.0, raw_idle=30.0, notice_every=10.0, semantic_timeout=25.0)
     clock.headers(0.0)
     assert clock.next_notice_at() == 10.0
-    assert clock.timed_deadline() == 25.0 and clock.read_deadline(0.0) == 30.0
+    assert clock.hints(True)[1] == 25.0 and clock.read_deadline(0.0) == 30.0  # the stop hint: the semantic deadline
     items = drain(clock, 100.0)
     # Notices before the semantic deadline (the one at 30 is not: the failure comes first).
     assert [type(i).__name__ for i in items] == ["Notice", "Notice", "SemanticTimeoutExpired"]
     assert clock.poll(200.0) is items[-1] and clock.expired(200.0, 0.0) is items[-1]  # terminal verdicts repeat
-    assert clock.next_notice_at() == float("inf") and clock.timed_deadline() == float("inf")
+    assert clock.next_notice_at() == float("inf") and clock.hints(True)[1] == float("inf")
 
 
 def test_a_read_is_judged_from_its_own_start() -> None:
@@ -189,7 +189,7 @@ def test_end_frame_stops_every_clock() -> None:
     clock.frames_at(1.0, [S])
     clock.frames_at(1.5, [E])
     assert clock.poll(1000.0) is CONTINUE
-    assert clock.timed_deadline() == float("inf") and clock.next_notice_at() == float("inf")
+    assert clock.hints(True)[1] == float("inf") and clock.next_notice_at() == float("inf")
     # Reads still end at the raw bound: a silent rest of the body only holds the connection.
     assert clock.read_deadline(1.5) == 6.5
 

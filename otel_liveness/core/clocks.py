@@ -479,13 +479,6 @@ class AttemptClock:
             return _INF, stop
         return notice, stop
 
-    def timed_deadline(self) -> float:
-        """The next time a time-based terminal verdict (semantic timeout, wall budget) could fall
-        due (``inf``: none)."""
-        if self.terminal is not None:
-            return _INF
-        return self._wake_stop()[1]
-
     def next_notice_at(self) -> float:
         """When the next notice falls due, if that is before every time-based terminal deadline
         (``inf`` otherwise)."""
