@@ -382,7 +382,7 @@ class Engine:
             clock = attempt.clock
             expired = clock.poll_terminal(now + TOLERANCE)
             if expired is None and clock.waited_bound(now):  # (sooner: not our socket timeout -- a broken read)
-                expired = clock.wire_silence(now, attempt.committed)
+                expired = clock.wire_silence(now)
         if (expired is None and self.enforce and not attempt.committed and not attempt.socket_timeout_ours
                 and self.facts.read_timeout is not None):
             # The caller's own read timeout, shorter than our bound: the caller's verdict on the
@@ -596,7 +596,7 @@ class Engine:
         (:meth:`~.clocks.AttemptClock.observed_gap`): report the verdict it would have given."""
         if attempt.observed is not None:
             return
-        verdict = attempt.clock.observed_gap(now, attempt.committed)
+        verdict = attempt.clock.observed_gap(now)
         if verdict is not None:
             self._poll(verdict.at)  # a wall or semantic deadline before it is what enforcement would have met first
             self._observe(now, attempt, verdict)
