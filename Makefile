@@ -152,7 +152,7 @@ sanitize: install
 peer: install
 	$(BIN)/python scripts/peer.py $(PEER_ARGS)
 
-# Every figure of the README's table; each benchmark exits non-zero when its target is missed,
+# Every figure of docs/benchmarks.md's table; each benchmark exits non-zero when its target is missed,
 # and all of them run regardless. The transport's whole-stream figures (the figures of record)
 # come first.
 bench: install

@@ -40,8 +40,6 @@ def run(script: list[tuple[float, FrameKind | str]], **config: float | None) -> 
             break
         if what == "headers":
             clock.headers(t)
-        elif what == "release":
-            clock.released()
         elif isinstance(what, FrameKind):
             clock.received(t, 10)
             clock.frames_at(t, [what])
@@ -82,48 +80,48 @@ def test_notices_never_fail_without_a_semantic_timeout() -> None:
 
 
 @pytest.mark.parametrize(
-    ("script", "phase", "committed", "at"),
+    ("script", "phase", "at"),
     [
-        ([(0.0, "poll"), (31.0, "poll")], Phase.AWAITING_HEADERS, False, 30.0),  # stalled open
-        ([(1.0, "headers"), (2.0, P), (40.0, "poll")], Phase.PREAMBLE, False, 32.0),  # headers, then nothing
-        ([(1.0, "headers"), (2.0, S), (3.0, "release"), (50.0, "poll")], Phase.STREAMING, True, 32.0),
+        ([(0.0, "poll"), (31.0, "poll")], Phase.AWAITING_HEADERS, 30.0),  # stalled open
+        ([(1.0, "headers"), (2.0, P), (40.0, "poll")], Phase.PREAMBLE, 32.0),  # headers, then nothing
+        ([(1.0, "headers"), (2.0, S), (50.0, "poll")], Phase.STREAMING, 32.0),
     ],
     ids=["before-headers", "before-content", "after-content"],
 )
-def test_raw_silence_reports_phase_and_commitment(script, phase, committed, at) -> None:  # type: ignore[no-untyped-def]
+def test_raw_silence_reports_phase(script, phase, at) -> None:  # type: ignore[no-untyped-def]
     _, seen = run(script, raw_idle=30.0, notice_every=None)
     (verdict,) = seen
-    assert verdict == RawSilenceExpired(at=at, idle=30.0, phase=phase, committed=committed)
+    assert verdict == RawSilenceExpired(at=at, idle=30.0, phase=phase)
 
 
 def test_raw_clock_exempt_when_none() -> None:
     clock, seen = run([(1.0, "headers"), (10_000.0, "poll")], raw_idle=None, notice_every=None)
     inf = float("inf")
-    assert seen == [] and (clock.read_deadline(1.0), clock.timed_deadline(), clock.next_notice_at()) == (inf, inf, inf)
+    assert seen == [] and (clock.read_deadline(1.0), clock.hints(True)[1], clock.next_notice_at()) == (inf, inf, inf)
 
 
 def test_semantic_timeout_only_when_configured() -> None:
     script = [(1.0, "headers")] + [(float(t), H) for t in range(5, 200, 5)]
     _, seen = run(script, raw_idle=30.0, notice_every=None, semantic_timeout=100.0)
-    assert seen == [SemanticTimeoutExpired(at=100.0, idle=100.0, phase=Phase.PREAMBLE, committed=False)]
+    assert seen == [SemanticTimeoutExpired(at=100.0, idle=100.0, phase=Phase.PREAMBLE)]
 
 
 def test_wall_budget_fires_even_while_bytes_trickle() -> None:
     script = [(1.0, "headers")] + [(t / 2, S) for t in range(3, 100)]
     _, seen = run(script, raw_idle=30.0, notice_every=None, wall_deadline=20.0, wall_budget=20.0)
-    assert seen == [WallBudgetExpired(at=20.0, budget=20.0, phase=Phase.STREAMING, committed=False)]
+    assert seen == [WallBudgetExpired(at=20.0, budget=20.0, phase=Phase.STREAMING)]
 
 
 def test_earliest_deadline_wins_and_notice_precedes_terminal() -> None:
     clock = AttemptClock(0.0, raw_idle=30.0, notice_every=10.0, semantic_timeout=25.0)
     clock.headers(0.0)
     assert clock.next_notice_at() == 10.0
-    assert clock.timed_deadline() == 25.0 and clock.read_deadline(0.0) == 30.0
+    assert clock.hints(True)[1] == 25.0 and clock.read_deadline(0.0) == 30.0  # the stop hint: the semantic deadline
     items = drain(clock, 100.0)
     # Notices before the semantic deadline (the one at 30 is not: the failure comes first).
     assert [type(i).__name__ for i in items] == ["Notice", "Notice", "SemanticTimeoutExpired"]
     assert clock.poll(200.0) is items[-1] and clock.expired(200.0, 0.0) is items[-1]  # terminal verdicts repeat
-    assert clock.next_notice_at() == float("inf") and clock.timed_deadline() == float("inf")
+    assert clock.next_notice_at() == float("inf") and clock.hints(True)[1] == float("inf")
 
 
 def test_a_read_is_judged_from_its_own_start() -> None:
@@ -136,7 +134,7 @@ def test_a_read_is_judged_from_its_own_start() -> None:
     clock.received(101.0, 10)
     assert clock.expired(130.9, start=101.0) is None
     verdict = clock.expired(131.0, start=101.0)
-    assert verdict == RawSilenceExpired(at=131.0, idle=30.0, phase=Phase.PREAMBLE, committed=False)
+    assert verdict == RawSilenceExpired(at=131.0, idle=30.0, phase=Phase.PREAMBLE)
 
 
 def test_first_byte_bound_until_the_body_starts() -> None:
@@ -155,8 +153,7 @@ def test_first_byte_expiry_is_marked() -> None:
     clock = AttemptClock(0.0, raw_idle=30.0, first_byte=100.0)
     clock.request_sent(0.0)
     verdict = clock.expired(100.0, 0.0)
-    assert verdict == RawSilenceExpired(at=100.0, idle=100.0, phase=Phase.AWAITING_HEADERS, committed=False,
-                                        first_byte=True)
+    assert verdict == RawSilenceExpired(at=100.0, idle=100.0, phase=Phase.AWAITING_HEADERS, first_byte=True)
 
 
 def test_learned_raw_bound() -> None:
@@ -189,7 +186,7 @@ def test_end_frame_stops_every_clock() -> None:
     clock.frames_at(1.0, [S])
     clock.frames_at(1.5, [E])
     assert clock.poll(1000.0) is CONTINUE
-    assert clock.timed_deadline() == float("inf") and clock.next_notice_at() == float("inf")
+    assert clock.hints(True)[1] == float("inf") and clock.next_notice_at() == float("inf")
     # Reads still end at the raw bound: a silent rest of the body only holds the connection.
     assert clock.read_deadline(1.5) == 6.5
 

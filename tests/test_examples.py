@@ -1,4 +1,5 @@
-"""Every example under examples/ and every README block marked runnable, against the simulated provider."""
+"""Every example under examples/ and every block marked runnable in the README, docs/reference.md and
+docs/testing.md, against the simulated provider."""
 
 from __future__ import annotations
 
@@ -61,9 +62,9 @@ def test_example_runs(path: pathlib.Path, server) -> None:  # type: ignore[no-un
 
 
 def readme_blocks() -> list[str]:
-    """The blocks marked runnable in the README and docs/testing.md."""
+    """The blocks marked runnable in the README, docs/reference.md (its further quick starts) and docs/testing.md."""
     blocks: list[str] = []
-    for page in (ROOT / "README.md", ROOT / "docs" / "testing.md"):
+    for page in (ROOT / "README.md", ROOT / "docs" / "reference.md", ROOT / "docs" / "testing.md"):
         blocks += re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", page.read_text(), re.S)
     return blocks
 

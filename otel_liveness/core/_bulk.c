@@ -545,7 +545,7 @@ delta_fields(const char *b, Py_ssize_t n, char *code, uint32_t *index)
  * -1 when an LF (or, with `cr`, a CR) comes first, a backslash is followed by an LF or ends d[0:n],
  * or no quote ends it in d[0:n]. A backslash always takes the next byte (no escape is decoded or
  * checked here). Eight bytes at a time while they hold none of the bytes that matter: a delta's
- * text runs to tens of bytes, and a byte loop cost ~1 ns a byte. */
+ * text runs to tens of bytes, and a byte loop is measurably slower (docs/benchmarks.md). */
 #define SWAR_ONES 0x0101010101010101ULL
 #define SWAR_HIGHS 0x8080808080808080ULL
 
@@ -562,8 +562,8 @@ static ALWAYS_INLINE Py_ssize_t
 string_end(const char *d, Py_ssize_t i, Py_ssize_t n, const int cr)
 {
     /* the first two bytes one by one: a one-character delta (common) ends before a word is loaded
-       (measured, 64 deltas a read: 1 character 13.6 ns an event, 24 characters 18.6 ns; with the
-       first eight bytes one by one, 13.5 and 21.7; with none, 15.0 and 19.0) */
+       (measured against the first eight bytes one by one, and none: two was the best balance for
+       one-character and 24-character deltas alike; bench_scanner, docs/benchmarks.md) */
     Py_ssize_t quick = i + 2 < n ? i + 2 : n;
     for (;;) {
         while (i < quick) {
@@ -1430,7 +1430,7 @@ admit_frames(Scanner *self, PyObject *chunk)
         return -1;
     if (self->pend.len == 0 && self->hold == NULL) {
         /* (it declines a read with a CR anywhere itself, looking only where its parse did not: one
-           pass over the read fewer, ~0.2 us of a 7 KB read's ~0.9) */
+           pass over the read fewer, a good part of an aligned read's cost) */
         Py_ssize_t frames = admit_aligned(self, d, n);
         if (frames != -3)
             return frames;

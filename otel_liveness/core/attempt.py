@@ -329,7 +329,6 @@ class Attempt:
     def commit(self) -> None:
         """Content goes to the caller from now on: failures are truncations."""
         self.committed = True
-        self.clock.released()
         self.framer.hold(False)
 
     def take_held(self) -> bytes:

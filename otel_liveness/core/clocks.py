@@ -102,7 +102,6 @@ class RawSilenceExpired:
     at: float
     idle: float  # the bound that ran out
     phase: Phase
-    committed: bool
     first_byte: bool = False  # the first-byte bound (no body byte yet), not the raw one
 
 
@@ -111,7 +110,6 @@ class SemanticTimeoutExpired:
     at: float
     idle: float
     phase: Phase
-    committed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +117,6 @@ class WallBudgetExpired:
     at: float
     budget: float
     phase: Phase
-    committed: bool
 
 
 Terminal = RawSilenceExpired | SemanticTimeoutExpired | WallBudgetExpired
@@ -185,7 +182,6 @@ class AttemptClock:
         "adaptive_floor",
         "body_started",
         "bytes",
-        "committed",
         "first_byte",
         "first_byte_bound",
         "first_semantic",
@@ -237,7 +233,6 @@ class AttemptClock:
         self.adaptive_floor = adaptive[0] if adaptive is not None else None
         self.learned_gap = adaptive[1] if adaptive is not None else None
         self.phase = Phase.CONNECTING
-        self.committed = False
         self.started = now
         self.sent_at = now
         self.body_started = False
@@ -368,10 +363,6 @@ class AttemptClock:
         elif self.phase is not Phase.DONE:
             self.phase = Phase.STREAMING
 
-    def released(self) -> None:
-        """Content left the transport for the caller: failures from now on are truncations."""
-        self.committed = True
-
     def finished(self, now: float) -> None:
         """The attempt is over (EOF, close, error): stop every clock."""
         gap = now - self.last_semantic
@@ -479,13 +470,6 @@ class AttemptClock:
             return _INF, stop
         return notice, stop
 
-    def timed_deadline(self) -> float:
-        """The next time a time-based terminal verdict (semantic timeout, wall budget) could fall
-        due (``inf``: none)."""
-        if self.terminal is not None:
-            return _INF
-        return self._wake_stop()[1]
-
     def next_notice_at(self) -> float:
         """When the next notice falls due, if that is before every time-based terminal deadline
         (``inf`` otherwise)."""
@@ -523,9 +507,9 @@ class AttemptClock:
             return None
         bound, first_byte = self.wire_bound()
         if first_byte:
-            verdict = RawSilenceExpired(deadline, bound or 0.0, self.phase, self.committed, True)
+            verdict = RawSilenceExpired(deadline, bound or 0.0, self.phase, True)
         else:
-            verdict = RawSilenceExpired(deadline, deadline - start, self.phase, self.committed)
+            verdict = RawSilenceExpired(deadline, deadline - start, self.phase)
         self.terminal = verdict
         return verdict
 
@@ -536,15 +520,15 @@ class AttemptClock:
         bound, _ = self.wire_bound()
         return bound is None or now - self.last_raw >= bound - TOLERANCE
 
-    def wire_silence(self, now: float, committed: bool) -> RawSilenceExpired:
+    def wire_silence(self, now: float) -> RawSilenceExpired:
         """A read that waited the whole socket timeout set for it got nothing (the HTTP library
         ended it, not a waking read): the wire-silence verdict at ``now``. Records it."""
         bound, first_byte = self.wire_bound()
-        verdict = RawSilenceExpired(now, bound or 0.0, self.phase, committed, first_byte)
+        verdict = RawSilenceExpired(now, bound or 0.0, self.phase, first_byte)
         self.terminal = verdict
         return verdict
 
-    def observed_gap(self, now: float, committed: bool) -> RawSilenceExpired | None:
+    def observed_gap(self, now: float) -> RawSilenceExpired | None:
         """Shadow mode: bytes (or an end) arrive at ``now``; if the silence before them ran past
         the bound -- the first-byte one, or the raw one (learned, when adaptive) -- the verdict
         that bound would have given, at its deadline (not recorded: shadow mode only reports).
@@ -557,7 +541,7 @@ class AttemptClock:
         deadline = (self.sent_at if first_byte else self.last_raw) + bound
         if now < deadline:
             return None
-        return RawSilenceExpired(deadline, bound, self.phase, committed, first_byte)
+        return RawSilenceExpired(deadline, bound, self.phase, first_byte)
 
     def poll_terminal(self, now: float) -> Terminal | None:
         """The time-based terminal verdict due at ``now`` (notices left for :meth:`poll`)."""
@@ -568,9 +552,9 @@ class AttemptClock:
             return None
         verdict: Terminal
         if wall <= sem:
-            verdict = WallBudgetExpired(wall, self.wall_budget or 0.0, self.phase, self.committed)
+            verdict = WallBudgetExpired(wall, self.wall_budget or 0.0, self.phase)
         else:
-            verdict = SemanticTimeoutExpired(sem, self.semantic_timeout or 0.0, self.phase, self.committed)
+            verdict = SemanticTimeoutExpired(sem, self.semantic_timeout or 0.0, self.phase)
         self.terminal = verdict
         return verdict
 

@@ -21,7 +21,8 @@ may follow which. The engine decides; its parts keep the books:
 - :mod:`.attempt` -- one attempt: what is held and what is released (the holding rule, the JSON
   probe, the in-band error split), the released prefix, the steady lane;
 - :mod:`.clocks` -- every bound and verdict: which bound a read is judged by, when a waiting read
-  wakes (:attr:`Engine.hints`), the socket timeout, wire silence, notices;
+  wakes (``Engine.wake_hint``, ``stop_hint``, ``raw_hint``), the socket timeout, wire silence,
+  notices;
 - :mod:`.retry` -- which failures are retried and after how long (:func:`.retry.decide`);
 - :mod:`.report` -- the ending sequence (attempt record, capture, hooks, request end, published
   report), run exactly once per attempt and once per request, and the typed errors a request ends
@@ -54,7 +55,6 @@ from .clocks import (
     NO_HINTS,
     TOLERANCE,
     AttemptClock,
-    Hints,
     Notice,
     SemanticTimeoutExpired,
     Terminal,
@@ -227,11 +227,6 @@ class Engine:
         return self.reporter.hook_errors
 
     @property
-    def hints(self) -> Hints:
-        """The hints as one :class:`~.clocks.Hints` (the drivers read the three numbers)."""
-        return Hints(self.wake_hint, self.stop_hint, self.raw_hint)
-
-    @property
     def lane(self) -> PyLane:
         """The current attempt's steady lane: a driver may call ``lane.step(chunk, now)`` on each
         body read and release the chunk as is when it answers True; otherwise it calls
@@ -388,7 +383,7 @@ class Engine:
             clock = attempt.clock
             expired = clock.poll_terminal(now + TOLERANCE)
             if expired is None and clock.waited_bound(now):  # (sooner: not our socket timeout -- a broken read)
-                expired = clock.wire_silence(now, attempt.committed)
+                expired = clock.wire_silence(now)
         if (expired is None and self.enforce and not attempt.committed and not attempt.socket_timeout_ours
                 and self.facts.read_timeout is not None):
             # The caller's own read timeout, shorter than our bound: the caller's verdict on the
@@ -602,7 +597,7 @@ class Engine:
         (:meth:`~.clocks.AttemptClock.observed_gap`): report the verdict it would have given."""
         if attempt.observed is not None:
             return
-        verdict = attempt.clock.observed_gap(now, attempt.committed)
+        verdict = attempt.clock.observed_gap(now)
         if verdict is not None:
             self._poll(verdict.at)  # a wall or semantic deadline before it is what enforcement would have met first
             self._observe(now, attempt, verdict)

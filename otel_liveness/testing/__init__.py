@@ -25,7 +25,8 @@ The pytest fixture ``simulated_provider`` (installed as a pytest plugin) yields 
 from __future__ import annotations
 
 from . import steps
-from .provider import RequestLog, Scenario, SimulatedProvider
+from .provider import SimulatedProvider
+from .scenario import RequestLog, Scenario
 from .scripts import anthropic_error, anthropic_reply, openai_chat_reply, sse_event
 
 __all__ = [

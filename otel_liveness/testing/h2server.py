@@ -15,14 +15,17 @@ logged (``RequestLog.disconnected``).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from .scenario import RequestLog
 from .steps import Close, HangBeforeHeaders, Headers, Raw, Reset, Sleep, Stall, Status, Trickle
 
-if TYPE_CHECKING:
-    from .provider import RequestLog, SimulatedProvider
+__all__ = ["Begin", "H2Session"]
 
-__all__ = ["H2Session"]
+#: How a session starts a request: ``(method, target, headers, body)`` -> the script it plays and
+#: its log entry (the provider's ``_begin``: the scenario chosen, the request counted and logged).
+Begin = Callable[[str, str, dict[str, str], bytes], tuple[Sequence[Any], RequestLog]]
 
 
 class _Stream:
@@ -34,13 +37,16 @@ class _Stream:
 
 
 class H2Session:
-    """One HTTP/2 connection of the simulated provider."""
+    """One HTTP/2 connection of the simulated provider: each request starts by ``begin`` (the
+    provider's), and its script's durations are multiplied by ``time_scale`` (the provider's)."""
 
-    def __init__(self, provider: SimulatedProvider, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, begin: Begin, time_scale: float, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
         import h2.config
         import h2.connection
 
-        self._provider = provider
+        self._begin = begin
+        self._time_scale = time_scale
         self._reader = reader
         self._writer = writer
         self._conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
@@ -106,7 +112,7 @@ class H2Session:
         headers = stream.headers
         method, target = headers.get(":method", "GET"), headers.get(":path", "/")
         plain = {k: v for k, v in headers.items() if not k.startswith(":")}
-        script, log = self._provider._begin(method, target, plain, bytes(stream.body))
+        script, log = self._begin(method, target, plain, bytes(stream.body))
         stream.task = asyncio.ensure_future(self._play(stream_id, stream, script, log))
 
     async def _play(self, stream_id: int, stream: _Stream, script: Any, log: RequestLog) -> None:
@@ -114,7 +120,7 @@ class H2Session:
         import h2.exceptions
 
         conn = self._conn
-        scale = self._provider.time_scale
+        scale = self._time_scale
         try:
             for step in script:
                 if stream.gone.is_set():

@@ -14,40 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .scenario import RequestLog, Scenario
 from .scripts import anthropic_reply, openai_chat_reply
 from .steps import Close, HangBeforeHeaders, Headers, Raw, Reset, Sleep, Stall, Status, Trickle
 
 __all__ = ["RequestLog", "Scenario", "SimulatedProvider"]
 
 _REDACT = {"x-api-key", "authorization", "cookie", "api-key", "x-goog-api-key", "x-amz-security-token"}
-
-
-@dataclass
-class Scenario:
-    """Attempt scripts: request n of the scenario plays ``attempts[n]`` (the last one repeats);
-    with ``cycle=True``, ``attempts[n % len(attempts)]`` (the sequence starts over: each call a
-    retrying client makes meets the same failures first)."""
-
-    attempts: Sequence[Sequence[Any]]
-    cycle: bool = False
-
-    def script(self, n: int) -> Sequence[Any]:
-        if self.cycle:
-            return self.attempts[n % len(self.attempts)]
-        return self.attempts[min(n, len(self.attempts) - 1)]
-
-
-@dataclass
-class RequestLog:
-    scenario: str
-    attempt: int
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-    request_id: str
-    disconnected: bool = False  # the client went away before the script ended
-    finished: bool = False
 
 
 @dataclass
@@ -191,7 +164,7 @@ class SimulatedProvider:
             if self.http2:
                 from .h2server import H2Session
 
-                await H2Session(self, reader, writer).run()
+                await H2Session(self._begin, self.time_scale, reader, writer).run()
                 return
             while True:
                 try:

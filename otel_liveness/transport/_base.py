@@ -179,8 +179,8 @@ class TransportBase:
     def _send_context(self) -> Any:
         """The context a hook asks the inner send to run in (the telemetry hook suppresses the HTTP
         client instrumentations there, so no second, wrong HTTP span appears). Which hook offers
-        one is looked up once per hooks tuple (``isinstance`` on a runtime protocol costs ~10 us,
-        every request): the tuple is replaced, never changed, when a hook is added or removed."""
+        one is looked up once per hooks tuple (``isinstance`` on a runtime protocol is slow, and this
+        runs every request): the tuple is replaced, never changed, when a hook is added or removed."""
         hooks: tuple[object, ...] = self._hooks  # (as objects: a callable may offer more)
         found = self._send_hook
         if found is None or found[0] is not hooks:
@@ -214,8 +214,8 @@ class TransportBase:
 def header_dict(headers: Any) -> dict[str, str]:
     """An HTTP library's headers as the engine reads them: lower-case names, a repeated name's
     values joined by ", ", decoded in the headers' own encoding -- what ``dict(headers.items())``
-    gives, at half its cost (``items()`` looks the encoding up twice per header: ~7 us for an SDK
-    request's 18 headers, every request)."""
+    gives, at half its cost (``items()`` looks the encoding up twice per header, for every header
+    of every request)."""
     encoding = headers.encoding
     out: dict[str, str] = {}
     for key, value in headers.raw:

@@ -117,11 +117,12 @@ class AsyncWakingBackend:
 
 
 class AsyncWakingStream:
-    """A network stream whose reads wake at the reading engine's hints (:attr:`Engine.hints`; a
-    read's wake time is :func:`~otel_liveness.core.clocks.wake_at`). Hints only ever move later, so a stale
-    one can only wake a read early: the engine then delivers what is due, refreshes them, and the
-    read goes back to waiting. A read that gets data first costs one clock read. On an HTTP/2
-    connection (its first write is the preface) a read is judged by the stream it is made for."""
+    """A network stream whose reads wake at the reading engine's hints (``Engine.wake_hint``,
+    ``stop_hint``, ``raw_hint``; a read's wake time is :func:`~otel_liveness.core.clocks.wake_at`).
+    Hints only ever move later, so a stale one can only wake a read early: the engine then delivers
+    what is due, refreshes them, and the read goes back to waiting. A read that gets data first
+    costs one clock read. On an HTTP/2 connection (its first write is the preface) a read is judged
+    by the stream it is made for."""
 
     __slots__ = ("_h2", "_inner", "_timeout_error", "waits", "watch")
 
