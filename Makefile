@@ -163,6 +163,7 @@ bench: install
 	$(BIN)/python -m benchmarks.bench_eventstream || status=1; \
 	$(BIN)/python -m benchmarks.bench_flood || status=1; \
 	$(BIN)/python -m benchmarks.bench_whatif || status=1; \
+	$(BIN)/python -m benchmarks.bench_canary || status=1; \
 	exit $$status
 
 # Fleet capacity (docs/operations.md, "Fleet scale"): a load generator replaying the library's own

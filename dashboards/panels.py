@@ -134,6 +134,39 @@ PANELS: tuple[PanelSpec, ...] = (
         unit="short", row="Retries", key="attempts_per_request",
     ),
     PanelSpec(
+        "Candidates: kills and false kills beside the enforced policy's", "timeseries",
+        (Query(f"sum by (liveness_candidate_name, liveness_candidate_verdict) "
+               f"(rate(liveness_candidate_verdicts_total{{{SEL}, liveness_candidate_verdict=~\"kill|false_kill|missed\"}}[{RI}]))",
+               "{{liveness_candidate_name}} {{liveness_candidate_verdict}}"),
+         Query(f"sum(rate(liveness_attempts_total{{{SEL}, liveness_attempt_outcome=~\"raw_silence|semantic_timeout\"}}[{RI}]))"
+               f" or vector(0)", "enforced kill")),
+        unit="short", row="Candidates", key="candidate_kills",
+        description="The policy canary (Policy.candidates, OTEL_LIVENESS_CANDIDATES): each candidate policy judged "
+                    "live on every attempt the enforced policy judged, enforcing nothing. kill: it would have ended "
+                    "the attempt for silence; false_kill: of those, streams that were alive after; missed: attempts "
+                    "that went silent for good and it would not have ended. Beside them, the attempts the enforced "
+                    "policy ended for silence. The same counts as otel-liveness whatif over the same attempts.",
+    ),
+    PanelSpec(
+        "Candidates over the dashboard's range", "table",
+        (Query(f"sum by (liveness_candidate_name, liveness_candidate_verdict) "
+               f"(increase(liveness_candidate_verdicts_total{{{SEL}}}[$__range]))",
+               "{{liveness_candidate_name}} {{liveness_candidate_verdict}}", instant=True),),
+        row="Candidates", key="candidate_table",
+        description="Per candidate: attempts judged, kills, false kills, retries it would have made (upload), "
+                    "dead attempts caught and missed, and faults of the canary itself, over the time range.",
+    ),
+    PanelSpec(
+        "Candidates: detection gain (p50)", "timeseries",
+        (Query(f"histogram_quantile(0.5, sum by (le, liveness_candidate_name, liveness_candidate_shift) "
+               f"(rate(liveness_candidate_detection_shift_seconds_bucket{{{SEL}}}[{RI}])))",
+               "{{liveness_candidate_name}} {{liveness_candidate_shift}}"),),
+        unit="s", row="Candidates", key="candidate_gain",
+        description="For dead attempts (silent for good, or cut by the enforced policy's kill of silence): how much "
+                    "sooner (or later) than they ended each candidate would have ended them. A candidate worth "
+                    "enforcing: sooner, with no false kills.",
+    ),
+    PanelSpec(
         "Truncations", "timeseries",
         (Query(f"sum by (gen_ai_provider_name) (rate(liveness_truncations_total{{{SEL}}}[{RI}]))",
                "{{gen_ai_provider_name}}"),),
@@ -191,5 +224,5 @@ VARIABLES = {
 
 def substitute(expr: str, rate_interval: str = "1m") -> str:
     """A panel query with Grafana's variables filled in (all values), for promtool and Prometheus."""
-    return (expr.replace("$__rate_interval", rate_interval).replace('=~"$service"', '=~".*"')
+    return (expr.replace("$__rate_interval", rate_interval).replace("$__range", "1h").replace('=~"$service"', '=~".*"')
             .replace('=~"$provider"', '=~".*"').replace('=~"$model"', '=~".*"'))

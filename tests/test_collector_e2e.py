@@ -131,8 +131,10 @@ def test_end_to_end_series_counts_and_storm(stack) -> None:  # type: ignore[no-u
         assert {r["metric"]["instance"] for r in prom.query(f"liveness_attempts_total{{{job}}}")} == {collector.prom_target}
         # No name drift: every series the rules and dashboards use exists with its labels.
         for name in S.PROMETHEUS.values():
-            if name in (S.PROMETHEUS["export_failures"], S.PROMETHEUS["wall_stops"], S.PROMETHEUS["retries_denied"]):
-                continue  # only exist once something failed / a budget expired / a retry was shed (the panels test)
+            if name in (S.PROMETHEUS["export_failures"], S.PROMETHEUS["wall_stops"], S.PROMETHEUS["retries_denied"],
+                        S.PROMETHEUS["candidate_verdicts"], S.PROMETHEUS["candidate_shift"]):
+                continue  # only exist once something failed / a budget expired / a retry was shed / a canary
+                # candidate is configured (the panels test: the demo runs one)
             suffix = "_count" if name.endswith("_seconds") else ""
             assert prom.query(f"{name}{suffix}{{{job}}}"), name
         series = prom.query(f"liveness_attempts_total{{{job}}}")[0]["metric"]
@@ -215,7 +217,8 @@ def test_every_series_the_rules_use_is_in_a_real_scrape(stack) -> None:  # type:
     only_on_failure = {"otelcol_exporter_send_failed_spans", "otelcol_exporter_send_failed_metric_points",
                        "otelcol_exporter_enqueue_failed_spans", "otelcol_exporter_enqueue_failed_metric_points",
                        S.PROMETHEUS["export_failures"],
-                       S.PROMETHEUS["retries_denied"]}  # (scraped in the dashboard test: the demo sheds a retry)
+                       S.PROMETHEUS["retries_denied"],  # (scraped in the dashboard test: the demo sheds a retry)
+                       S.PROMETHEUS["candidate_verdicts"]}  # (and runs a canary candidate)
     names = rule_metric_names()
     assert {"liveness_attempts_total", "otelcol_exporter_queue_size", "otelcol_exporter_queue_capacity",
             "otelcol_deltatocumulative_datapoints",
@@ -287,5 +290,14 @@ def test_dashboard_panels_return_data_and_render(stack, tmp_path: pathlib.Path) 
     assert prom.query(f'{S.PROMETHEUS["retry_budget"]}{{{demo}, gen_ai_provider_name="anthropic"}}')
     stops = {r["metric"]["liveness_stop_reason"] for r in prom.query(f"liveness_requests_total{{{demo}}}")}
     assert "retry_budget" in stops
+    # The canary's series: its candidate judged every attempt, as the demo counted; a dead attempt's
+    # detection shift; the recording rule per candidate.
+    judged = f'sum({S.PROMETHEUS["candidate_verdicts"]}{{{demo}, liveness_candidate_verdict="judged"}})'
+    prom.wait_value(judged, lambda v: v == expected_attempts)
+    counted = sum(t["canary"]["watchdog-45"].get("kill", 0) for t in result["turns"])
+    assert prom.value(f'sum({S.PROMETHEUS["candidate_verdicts"]}{{{demo}, liveness_candidate_verdict="kill"}})') == counted
+    assert prom.query(f'{S.PROMETHEUS["candidate_shift"]}_count{{{demo}, liveness_candidate_name="watchdog-45"}}')
+    prom.wait_value('count(liveness:candidate_false_kill_ratio:rate1h{liveness_candidate_name="watchdog-45"})',
+                    lambda v: v == 1)
     drawn = render_all(f"http://127.0.0.1:{prom.port}", tmp_path, window=60.0, rate="30s")
     assert len(drawn) >= 8 and all(p.stat().st_size > 5000 for p in drawn)
