@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from benchmarks.bench_scanner import anthropic_stream, chunked, run_ours, run_sdk
 
 
@@ -130,3 +132,22 @@ def test_the_fleet_outage_benchmark_measures_the_outage_and_the_return() -> None
     assert off["outage_calls"] > 10 and off["attempts_per_call"] >= 2.5
     assert on["outage_calls"] > 10 and on["attempts_per_call"] <= 1.2
     assert on["recovery_first_answer_s"] is not None and 0 <= on["recovery_first_answer_s"] < 1.0
+
+
+def test_the_canary_benchmark_measures_each_configuration_on_the_same_replies(capsys: Any) -> None:
+    # A few rounds (the figures are noise at this size: only the shape is checked): the four
+    # configurations measured, the reads of each reply counted, the shared cost told apart from
+    # each candidate's judgment.
+    import json
+
+    from benchmarks.bench_canary import main
+
+    main(["--rounds", "3", "--long-rounds", "1", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    for name in ("short", "short_replayed", "long"):
+        row = result[name]
+        assert set(row["cpu_us"]) == {"plain", "candidates=0", "candidates=1", "candidates=3"}
+        assert all(value > 0 for value in row["cpu_us"].values())
+        assert {"reduction_us", "per_candidate_us", "per_candidate_of_request"} <= set(row)
+    assert 2 <= result["short"]["reads"] < 20 and result["long"]["reads"] > 1000
+    assert result["target_per_candidate_of_request"] == 0.05
