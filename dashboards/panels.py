@@ -136,7 +136,8 @@ PANELS: tuple[PanelSpec, ...] = (
     PanelSpec(
         "Candidates: kills and false kills beside the enforced policy's", "timeseries",
         (Query(f"sum by (liveness_candidate_name, liveness_candidate_verdict) "
-               f"(rate(liveness_candidate_verdicts_total{{{SEL}, liveness_candidate_verdict=~\"kill|false_kill|missed\"}}[{RI}]))",
+               f"(rate(liveness_candidate_verdicts_total{{{SEL}, "
+               f"liveness_candidate_verdict=~\"kill|false_kill|missed\"}}[{RI}]))",
                "{{liveness_candidate_name}} {{liveness_candidate_verdict}}"),
          Query(f"sum(rate(liveness_attempts_total{{{SEL}, liveness_attempt_outcome=~\"raw_silence|semantic_timeout\"}}[{RI}]))"
                f" or vector(0)", "enforced kill")),
