@@ -83,8 +83,10 @@ class Template:
         return traces, metrics
 
 
-def record(scenarios: list[str], *, model: str = "claude-sim-1", time_scale: float = 0.01) -> Template:
-    """Run the scenarios once through the real transport and exporters; keep what they sent."""
+def record(scenarios: list[str], *, model: str = "claude-sim-1", time_scale: float = 0.01,
+           canary: bool = False) -> Template:
+    """Run the scenarios once through the real transport and exporters; keep what they sent
+    (``canary``: with the demo's policy candidate, so that its series are sent too)."""
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -93,7 +95,7 @@ def record(scenarios: list[str], *, model: str = "claude-sim-1", time_scale: flo
 
     with OTLPReceiver() as receiver:
         result = fleet_worker.run(f"http://127.0.0.1:{receiver.port}", "svc-template", scenarios, 1, time_scale,
-                                  model, export_interval_ms=3_600_000)
+                                  model, export_interval_ms=3_600_000, canary=canary)
         traces = ExportTraceServiceRequest()
         for request in receiver.received["/v1/traces"]:
             traces.MergeFrom(request)

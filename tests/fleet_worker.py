@@ -22,7 +22,7 @@ import httpx2
 
 import otel_liveness
 from otel_liveness.core.events import AttemptEnded, Heartbeats, RequestEnded, RetryScheduled
-from otel_liveness.demo import SCENARIOS, fleet_failures, scaled_policy
+from otel_liveness.demo import SCENARIOS, canary_candidates, fleet_failures, scaled_policy
 from otel_liveness.telemetry import TelemetryHook
 from otel_liveness.telemetry.export import otlp_http
 from otel_liveness.testing import Scenario, SimulatedProvider
@@ -50,7 +50,7 @@ class Truth:
 
 
 def run(otlp: str, service: str, names: list[str], rounds: int, ts: float, model: str,
-        export_interval_ms: int, temporality: str = "delta") -> dict[str, Any]:
+        export_interval_ms: int, temporality: str = "delta", canary: bool = False) -> dict[str, Any]:
     tracer_provider, meter_provider, span_exporter, metric_exporter = otlp_http(
         otlp, service_name=service, export_interval_ms=export_interval_ms, timeout_s=5.0)
     if temporality == "cumulative":  # an app that set up its own SDK and left the default temporality
@@ -74,6 +74,8 @@ def run(otlp: str, service: str, names: list[str], rounds: int, ts: float, model
                 key = f"{name}-{r}"
                 provider.add(key, Scenario(sc.script(ts)))
                 policy = scaled_policy(ts, shadow=False, wall=sc.wall)
+                if canary:  # the demo's candidate judged live beside the enforced policy
+                    policy = policy.replace(candidates=canary_candidates(ts))
                 # Each scenario is its own work (as in the demo): the host's retry budget full for
                 # it, so that one long-lived process and many short-lived ones do the same work.
                 BUDGETS.clear()

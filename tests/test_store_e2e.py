@@ -161,7 +161,7 @@ def test_dashboard_queries_return_the_same_values_as_on_prometheus(shape: Scaled
     200 agents), then every dashboard query at the same instant on both stores, over a window
     inside the traffic. Counters are compared exactly once the traffic has settled."""
     prom, thanos = shape.prom, shape.thanos
-    template = record(MIX)
+    template = record(MIX, canary=True)  # the Candidates row's series too
     rate = 60.0  # attempts/s: every series of the vocabulary gets a delta in most gateway batches
     load = Load(template, [shape.agent.otlp_http], rate=rate, agents=200, services=2, service_offset=500).start()
     start = time.time()
