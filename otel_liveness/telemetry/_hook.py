@@ -51,7 +51,7 @@ _OUTPUT = ("output_tokens", "completion_tokens")
 
 #: Whether the API's global providers can be read (``_TRACER_PROVIDER`` / ``_METER_PROVIDER``: set by
 #: ``set_*_provider``, or by ``get_*_provider`` from ``OTEL_PYTHON_*_PROVIDER``; the API has no public
-#: "is one set" -- ``get_*_provider`` costs ~2 us a call, an environment lookup). Private names: a
+#: "is one set" -- ``get_*_provider`` does an environment lookup each call). Private names: a
 #: future API without them leaves every request traced, never one dropped.
 _GLOBALS_KNOWN = hasattr(trace, "_TRACER_PROVIDER") and hasattr(_metrics_globals, "_METER_PROVIDER")
 
@@ -446,7 +446,7 @@ class TelemetryHook:
             return
         if not span.is_recording():
             # A span nothing records (no SDK installed, or sampled out) ignores attributes, events
-            # and status: end it without building them (~4 us a request).
+            # and status: end it without building them.
             span.end()
             return
         attrs: dict[str, Any] = {
