@@ -258,7 +258,9 @@ class ProviderProfile:
         """Kinds of the frames in ``blocks`` (from :meth:`SSEScanner.feed_blocks`), in order.
 
         Same answer as parsing every block and calling :meth:`classify`, but a block that matches
-        :attr:`fast` costs one slice and one dict lookup.
+        :attr:`fast` costs one slice and one dict lookup -- except for an event with two ``event:``
+        fields (only a stream that lost a blank line has one): the fast table goes by its first
+        line, the parse by its last (tests/test_bulk.py pins it).
         """
         fast = self.fast
         if len(blocks) == 1:  # a live stream delivers about one frame per read: skip the listcomp
