@@ -14,6 +14,7 @@ nobody reads.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ...core.clocks import stop_at
@@ -103,20 +104,35 @@ def _reset_forgotten(pool: Any, network: SyncWakingStream, request: Any) -> None
         conn: Any = getattr(connection, "_connection", None)
         if getattr(conn, "_network_stream", None) is not network:
             continue
-        state = getattr(conn, "_h2_state", None)
         known = getattr(conn, "_events", None)
-        if state is None or known is None:
-            return
-        with SyncBackend.shield():
-            try:
-                with conn._state_lock:
-                    for stream_id, stream in list(state.streams.items()):
-                        if stream_id % 2 and stream_id not in known and not stream.closed:
-                            state.reset_stream(stream_id, _H2_CANCEL)
-                conn._write_outgoing_data(request)
-            except Exception:  # noqa: BLE001 - the connection is gone (or h2 refused): nothing to reset
-                return
+        if known is not None:
+            _cancel_streams(conn, request, _forgotten(known))
         return
+
+
+def _forgotten(known: Any) -> Callable[[Any], list[int]]:
+    """The open client streams of an h2 state that httpcore no longer knows (``known``: its own)."""
+    return lambda state: [stream_id for stream_id, stream in list(state.streams.items())
+                          if stream_id % 2 and stream_id not in known and not stream.closed]
+
+
+def _cancel_streams(conn: Any, request: Any, pick: Callable[[Any], Iterable[int]]) -> None:
+    """RST_STREAM (CANCEL) for the streams ``pick`` names from the h2 state of ``conn`` (an httpcore
+    HTTP/2 connection), written out at once. httpcore has no public way to reset one stream: this
+    is the one place that writes through its privates (``_h2_state``, ``_state_lock``,
+    ``_write_outgoing_data``); tests/test_http2_privates.py fails when httpcore changes them. Where
+    they are missing, or the connection is gone, nothing is sent."""
+    state = getattr(conn, "_h2_state", None)
+    if state is None:
+        return
+    with SyncBackend.shield():
+        try:
+            with conn._state_lock:
+                for stream_id in pick(state):
+                    state.reset_stream(stream_id, _H2_CANCEL)
+            conn._write_outgoing_data(request)
+        except Exception:  # noqa: BLE001 - already ended or reset by the peer, or the connection is gone
+            return
 
 
 class SyncH2Stream:
@@ -191,14 +207,6 @@ class SyncH2Stream:
         stream = getattr(self._inner, "_stream", None)
         conn: Any = getattr(stream, "_connection", None)
         stream_id = getattr(stream, "_stream_id", None)
-        state = getattr(conn, "_h2_state", None)
-        if state is None or stream_id is None:
-            return
-        with SyncBackend.shield():
-            try:
-                with conn._state_lock:
-                    state.reset_stream(stream_id, _H2_CANCEL)
-                conn._write_outgoing_data(self._request)
-            except Exception:  # noqa: BLE001 - already ended or reset by the peer, or the connection is gone
-                return
+        if stream_id is not None:
+            _cancel_streams(conn, self._request, lambda state: (stream_id,))
 
