@@ -251,7 +251,7 @@ class Attempt:
             self.framer.hold(True)  # for a replay without held heartbeats (hold_or_release)
         if not self.streaming or not self.enforce:
             if not self.streaming:
-                self.committed = True
+                self.commit()
             return False
         return True
 
@@ -327,9 +327,11 @@ class Attempt:
         return data
 
     def commit(self) -> None:
-        """Content goes to the caller from now on: failures are truncations."""
+        """Content goes to the caller from now on: failures are truncations. The only writer of
+        :attr:`committed` (``tests/test_engine.py`` checks it): a stream's first content, an
+        opaque body's first read, a probed JSON body told a reply, a body left unjudged."""
         self.committed = True
-        self.framer.hold(False)
+        self.framer.hold(False)  # (a body that is not held never turned the framer's hold on)
 
     def take_held(self) -> bytes:
         held = b"".join(self.held)
@@ -384,7 +386,7 @@ class Attempt:
         """A read of a body that is not judged as a stream: probed, or released as it arrives."""
         if self.probe is not None:
             return self.probe_read(chunk)
-        self.committed = True
+        self.commit()
         return self.release(chunk, chunk)
 
     def unjudged(self, chunk: bytes) -> bytes:
@@ -397,7 +399,7 @@ class Attempt:
             self.observed = Failure(FailureKind.MALFORMED, self.clock.phase, self.committed)
         self.streaming = False
         self.decoder = None
-        self.committed = True
+        self.commit()
         return self.release(chunk, chunk)
 
     # -- a JSON body probed ---------------------------------------------------------------------
@@ -417,14 +419,14 @@ class Attempt:
         if shaped is False or self.probe_bytes > JSON_PROBE_BYTES:
             self.probe = None
             self.probe_bytes = 0
-            self.committed = True
+            self.commit()
             if self.enforce:
                 body = b"".join(probe)
                 return self.release(body, body)
             return self.release(chunk, chunk)
         if self.enforce:
             return b""
-        self.committed = True
+        self.commit()
         return self.release(chunk, chunk)
 
     def probed(self) -> tuple[str | None, bytes]:
@@ -441,7 +443,7 @@ class Attempt:
             return error_type, b""
         if not self.enforce:
             return None, b""
-        self.committed = True
+        self.commit()
         return None, self.release(body, body)
 
     # -- an in-band error frame -----------------------------------------------------------------

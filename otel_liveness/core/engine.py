@@ -416,7 +416,7 @@ class Engine:
         attempt.capture_item(now, failure_kind.value)
         responded = self.state is _RESPONDED
         if not attempt.streaming and attempt.probe is not None and not responded:
-            attempt.committed = True  # a JSON body held to be judged: it breaks as an opaque body does
+            attempt.commit()  # a JSON body held to be judged: it breaks as an opaque body does
         failure = Failure(failure_kind, attempt.clock.phase, attempt.committed)
         if not attempt.streaming and (responded or attempt.probe is not None):
             # An opaque body (JSON) breaks as it would without the transport.
