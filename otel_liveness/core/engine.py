@@ -313,14 +313,9 @@ class Engine:
         if not self.enforce:
             self._observe_gap(now, attempt)
         clock.received(now, len(chunk))
-        try:
-            release = attempt.read(now, chunk)
-        except Exception as exc:
-            if self.enforce:
-                if isinstance(exc, (E.MalformedStream, ValueError)):
-                    return self._malformed(now, exc)
-                raise
-            release = attempt.unjudged(chunk)  # shadow: never kills
+        release = self._judged(now, attempt, chunk, attempt.read, now, chunk)
+        if isinstance(release, Fail):
+            return release
         if attempt.error is not None and self.enforce:
             return self._answer(state, release, self._failed(now, attempt.error))
         terminal = self._poll(now)
@@ -348,14 +343,10 @@ class Engine:
             self._observe_gap(now, attempt)
         release = b""
         if attempt.streaming:
-            try:
-                release = attempt.end_of_body(now, self.profile.eof_is_end)
-            except Exception as exc:
-                if self.enforce:
-                    if isinstance(exc, (E.MalformedStream, ValueError)):
-                        return self._malformed(now, exc)
-                    raise
-                attempt.unjudged(b"")  # shadow: the body ended as it came
+            judged = self._judged(now, attempt, b"", attempt.end_of_body, now, self.profile.eof_is_end)
+            if isinstance(judged, Fail):
+                return judged
+            release = judged
         if not attempt.streaming:
             if attempt.probe is not None:
                 error_type, release = attempt.probed()
@@ -372,13 +363,10 @@ class Engine:
     @_input
     def timed_out(self, now: float, exc: BaseException) -> Command:
         """A read (of headers or body) timed out; ``exc`` is what the HTTP library raised."""
-        if self.state is _ENDED:  # as in io_error: the caller ended the request first
-            return Reraise(exc)
-        attempt = self._current()
+        attempt = self._read_failed(now, exc)
+        if not isinstance(attempt, Attempt):
+            return attempt
         expired, attempt.expired = attempt.expired, None
-        if attempt.done:
-            self._complete(now)
-            return COMPLETE  # after the end frame nothing was lost
         if expired is None and self.enforce and attempt.socket_timeout_ours:
             clock = attempt.clock
             expired = clock.poll_terminal(now + TOLERANCE)
@@ -399,14 +387,9 @@ class Engine:
     def io_error(self, now: float, kind: IOFailure, exc: BaseException) -> Command:
         """The connection failed (``CONNECT``: before the server got the request), or the HTTP
         library refused to send it (``LOCAL``: never retried, raised as it came)."""
-        if self.state is _ENDED:
-            # The caller closed the body (or abandoned it) and the read under it failed: not the
-            # provider's failure, and the request's verdict is already given. As it came.
-            return Reraise(exc)
-        attempt = self._current()
-        if attempt.done:
-            self._complete(now)
-            return COMPLETE
+        attempt = self._read_failed(now, exc)
+        if not isinstance(attempt, Attempt):
+            return attempt
         if kind is IOFailure.LOCAL:
             self._conclude_failure(now, Failure(FailureKind.LOCAL_ERROR, attempt.clock.phase, attempt.committed))
             return Reraise(exc)
@@ -463,14 +446,11 @@ class Engine:
         """A read that started at ``start`` woke at ``now`` -- at :func:`~.clocks.wake_at` -- with nothing
         read: deliver the notices due, and answer True when a terminal deadline has passed (the
         read must end; :meth:`timed_out` then answers the verdict). Refreshes the hints."""
-        attempt = self.attempt
-        if attempt is None or attempt.ended:
+        attempt = self._notices(now)
+        if attempt is None:
             return False
-        clock = attempt.clock
-        while (notice := clock.poll_notice(now)) is not None:
-            self._notice(attempt, notice)
         if self.enforce:
-            expired = clock.expired(now + TOLERANCE, start)
+            expired = attempt.clock.expired(now + TOLERANCE, start)
             if expired is not None:
                 attempt.expired = expired
                 return True
@@ -483,13 +463,51 @@ class Engine:
         that wakes on behalf of a stream it does not read for (an HTTP/2 sibling waiting for the
         shared connection, whose next bytes may already be queued): its deadlines are its own
         reader's to judge, with :meth:`woke`."""
+        if self._notices(now) is not None:
+            self._refresh_hints()
+
+    # -- what the inputs share ------------------------------------------------------------------
+
+    def _judged(self, now: float, attempt: Attempt, unjudged: bytes,
+                judge: Callable[P, bytes], *args: P.args, **kwargs: P.kwargs) -> bytes | Fail:
+        """Judge the body (``judge``: the attempt's :meth:`~.attempt.Attempt.read` or
+        :meth:`~.attempt.Attempt.end_of_body`): the bytes to release. A body that cannot be
+        judged (a frame over the bound, a corrupt frame, an encoding that fails) ends the request
+        as malformed; any other error of the judging is a bug, raised. Shadow mode never kills:
+        the body goes on unjudged from here, ``unjudged`` (the read's chunk) released as it came."""
+        try:
+            return judge(*args, **kwargs)
+        except Exception as exc:
+            if self.enforce:
+                if isinstance(exc, (E.MalformedStream, ValueError)):
+                    return self._malformed(now, exc)
+                raise
+            return attempt.unjudged(unjudged)
+
+    def _read_failed(self, now: float, exc: BaseException) -> Attempt | Command:
+        """What :meth:`timed_out` and :meth:`io_error` open with: the command when the failed
+        read is no failure -- the request already ended (the caller closed the body, or abandoned
+        it, and the read under it failed: not the provider's failure, and the request's verdict is
+        already given; raised as it came), or the reply was whole (after the end frame nothing was
+        lost: complete) -- else the attempt the failure is judged for."""
+        if self.state is _ENDED:
+            return Reraise(exc)
+        attempt = self._current()
+        if attempt.done:
+            self._complete(now)
+            return COMPLETE
+        return attempt
+
+    def _notices(self, now: float) -> Attempt | None:
+        """Deliver the notices due at ``now`` (:meth:`woke`, :meth:`notify`): the live attempt, or
+        ``None`` when there is none (before the first, or after the last attempt ended)."""
         attempt = self.attempt
         if attempt is None or attempt.ended:
-            return
+            return None
         clock = attempt.clock
         while (notice := clock.poll_notice(now)) is not None:
             self._notice(attempt, notice)
-        self._refresh_hints()
+        return attempt
 
     # -- the attempt ----------------------------------------------------------------------------
 
