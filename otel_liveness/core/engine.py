@@ -23,7 +23,8 @@ may follow which. The engine decides; its parts keep the books:
 - :mod:`.clocks` -- every bound and verdict: which bound a read is judged by, when a waiting read
   wakes (``Engine.wake_hint``, ``stop_hint``, ``raw_hint``), the socket timeout, wire silence,
   notices;
-- :mod:`.retry` -- which failures are retried and after how long (:func:`.retry.decide`);
+- :mod:`.retry` -- which failures are retried and after how long (:func:`.retry.decide`), and
+  what the host's retry budget allows (:func:`.retry.budgeted`);
 - :mod:`.report` -- the ending sequence (attempt record, capture, hooks, request end, published
   report), run exactly once per attempt and once per request, and the typed errors a request ends
   with.
@@ -72,23 +73,11 @@ from .events import (
 )
 from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
-from .outcome import AttemptOutcome, Completion, DelaySource, NoticeKind, RequestReport, StopReason
+from .outcome import AttemptOutcome, Completion, NoticeKind, RequestReport, StopReason
 from .policy import Policy
 from .providers import PROFILES, profile_for, semconv_provider
 from .request import RequestFacts
-from .retry import (
-    Decision,
-    Failure,
-    FailureKind,
-    GiveUp,
-    Reject,
-    Retry,
-    RetryState,
-    attempt_outcome,
-    decide,
-    failure_reason,
-    throttling,
-)
+from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, attempt_outcome, budgeted, decide
 from .state import INPUTS, TRANSITIONS, State
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
@@ -655,8 +644,12 @@ class Engine:
         decision = decide(self.retry_state, failure, self.policy, wall_now=self.wall_now(), jitter=self.jitter())
         if self.facts.once and isinstance(decision, Retry):
             decision = GiveUp(decision.reason, decision.rate_limited)  # (a request not to send twice: one attempt)
-        if self.budget is not None and not failure.committed and failure_reason(failure) is not None:
-            decision = self._budgeted(now, attempt, failure, decision)
+        if self.budget is not None:
+            allowed = budgeted(self.budget, now, failure, decision)  # (the host's retry budget)
+            if isinstance(decision, Retry) and not isinstance(allowed, Retry):
+                self._emit(RetryDenied(self.report, attempt.index, self.since(now), decision.reason,
+                                       self.budget.fill(now)))
+            decision = allowed
         problem = None
         if isinstance(decision, Retry) and self.body_replayable is not None:
             problem = self.body_replayable()
@@ -691,27 +684,6 @@ class Engine:
             return R.truncation(attempt, failure, len(self.report.attempts), exc)
         self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
         return self._remember(now, R.provider_error(failure, decision, len(self.report.attempts), exc))
-
-    def _budgeted(self, now: float, attempt: Attempt, failure: Failure, decision: Decision) -> Decision:
-        """The host's retry budget on a failure before content that the table retries
-        (:mod:`.budget`): the failure spends a token, a throttling answer pauses the host's
-        retries, and a retry goes only while the budget allows -- after the host's pause, when
-        that is longer; otherwise the request ends as it would at exhaustion (``retry_budget``)."""
-        budget = self.budget
-        assert budget is not None
-        budget.failed(now)
-        wait = budget.wait(now)  # (a pause other requests were told of: this one's own answer sets its delay)
-        if throttling(failure):
-            told = decision.delay if isinstance(decision, Retry) and decision.source is not DelaySource.BACKOFF else None
-            budget.throttled(now, told)
-        if not isinstance(decision, Retry):
-            return decision
-        if not budget.grant(now):
-            self._emit(RetryDenied(self.report, attempt.index, self.since(now), decision.reason, budget.fill(now)))
-            return GiveUp(decision.reason, decision.rate_limited, budget=True)
-        if wait > decision.delay:
-            return Retry(wait, decision.reason, DelaySource.HOST_PAUSE, decision.rate_limited)
-        return decision
 
     def _retry(self, now: float, attempt: Attempt, failure: Failure, decision: Retry) -> Command:
         record = attempt.record

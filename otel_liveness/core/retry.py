@@ -33,6 +33,9 @@ Delays: ``retry-after-ms``, then ``retry-after`` as (float) seconds, then as an 
 (relative to ``wall_now``, epoch seconds supplied by the driver); a value that is garbage,
 non-finite, zero or negative is ignored; a positive one is capped at ``policy.max_retry_after``.
 Otherwise :func:`backoff`.
+
+A host's retry budget (:mod:`.budget`) then has its say on a failure before content that the
+table retries (:func:`budgeted`).
 """
 
 from __future__ import annotations
@@ -42,9 +45,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason
 from .policy import Policy
+
+if TYPE_CHECKING:
+    from .budget import HostBudget
 
 __all__ = [
     "Decision",
@@ -57,6 +64,7 @@ __all__ = [
     "Truncate",
     "attempt_outcome",
     "backoff",
+    "budgeted",
     "decide",
     "failure_reason",
     "retry_after",
@@ -326,3 +334,25 @@ def decide(
         delay = backoff(used - 1, jitter, initial=policy.backoff_initial, maximum=policy.backoff_max)
         source = DelaySource.BACKOFF
     return Retry(delay, reason, source, rate_limited)
+
+
+def budgeted(budget: HostBudget, now: float, failure: Failure, decision: Decision) -> Decision:
+    """The host's retry budget on ``failure`` and its ``decision``: a failure before content that
+    the table retries spends a token, a throttling answer pauses the host's retries, and a retry
+    goes only while the budget allows -- after the host's pause, when that is longer; otherwise
+    the request ends as it would at exhaustion (a :class:`GiveUp` with ``budget``). Any other
+    failure leaves the budget and the decision as they are."""
+    if failure.committed or failure_reason(failure) is None:
+        return decision
+    budget.failed(now)
+    wait = budget.wait(now)  # (a pause other requests were told of: this one's own answer sets its delay)
+    if throttling(failure):
+        told = decision.delay if isinstance(decision, Retry) and decision.source is not DelaySource.BACKOFF else None
+        budget.throttled(now, told)
+    if not isinstance(decision, Retry):
+        return decision
+    if not budget.grant(now):
+        return GiveUp(decision.reason, decision.rate_limited, budget=True)
+    if wait > decision.delay:
+        return Retry(wait, decision.reason, DelaySource.HOST_PAUSE, decision.rate_limited)
+    return decision
