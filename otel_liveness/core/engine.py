@@ -75,15 +75,13 @@ from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
 from .outcome import AttemptOutcome, Completion, NoticeKind, RequestReport, StopReason
 from .policy import Policy
-from .providers import PROFILES, profile_for, semconv_provider
+from .providers import profile_for, request_id, response_profile, semconv_provider
 from .request import RequestFacts
 from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, attempt_outcome, budgeted, decide
 from .state import INPUTS, TRANSITIONS, State
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
 
-_EVENTSTREAM = "application/vnd.amazon.eventstream"
-_SSE = "text/event-stream"
 _IDLE, _SENDING, _HOLDING, _RESPONDED, _SLEEPING, _EXPIRING, _ENDED = State
 
 P = ParamSpec("P")
@@ -265,8 +263,7 @@ class Engine:
                 k: headers[k] for k in ("content-type", "content-encoding") if k in headers}})
         record = attempt.record
         record.status = status
-        record.request_id = (headers.get("request-id") or headers.get("x-request-id")
-                             or headers.get("x-amzn-requestid") or "")[:128] or None
+        record.request_id = request_id(headers)
         if status >= 400 or (headers.get("x-should-retry") == "true" and status >= 300):
             failure = Failure(FailureKind.STATUS, clock.phase, status=status, headers=dict(headers))
             return self._failed(now, failure, status_response=True)
@@ -274,11 +271,9 @@ class Engine:
             self._conclude(now, AttemptOutcome.REDIRECTED, None, StopReason.REDIRECTED, None)
             return self._respond(passthrough=True)
         content_type = headers.get("content-type", "").lower()
-        framing = "eventstream" if content_type.startswith(_EVENTSTREAM) else "sse" if content_type.startswith(_SSE) else None
-        if framing is not None and framing != self.profile.framing:
-            # The response says what the URL did not: an event stream is Bedrock's; an SSE body
-            # where an event stream was expected is read as generic SSE, never with the wrong framer.
-            self.profile = PROFILES["bedrock" if framing == "eventstream" else "sse"]
+        profile = response_profile(self.profile, content_type)
+        if profile is not self.profile:  # the response says what the URL did not
+            self.profile = profile
             self.report.provider = self.profile.name
             self.report.provider_name = semconv_provider(self.profile.name, self.facts.host)
         if attempt.read_as(content_type, headers.get("content-encoding"), self.profile):
