@@ -25,19 +25,19 @@ message, decoded from the framer's journal of the whole reply.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import errors as E
 from .capture import new_capture
-from .clocks import AttemptClock, Terminal
+from .clocks import AttemptClock, Notice, Terminal
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
-from .events import CaptureItem, Event, Heartbeats, Verdict
+from .events import CaptureItem, Event, Heartbeats, RetryScheduled, SemanticNotice, Verdict
 from .framing import Framer, SSEFramer, framer_for
-from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, RequestReport
+from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, RequestReport
 from .policy import Policy
-from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type
-from .retry import Failure, FailureKind
+from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
+from .retry import Failure, FailureKind, Retry
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt"]
 
@@ -61,7 +61,8 @@ class Attempt:
     engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
     references in :attr:`prefix`. ``report``, ``emit`` and ``request_start`` are the request's
     report, its hooks and its start: a read's heartbeats and in-band error frame are emitted here
-    (:class:`~.events.Heartbeats`, :class:`~.events.Verdict`), as they are found.
+    (:class:`~.events.Heartbeats`, :class:`~.events.Verdict`), as they are found, and so are the
+    attempt's notices, a probed error object's verdict and its retry.
     """
 
     __slots__ = (
@@ -219,7 +220,58 @@ class Attempt:
         if capture is not None and (not capture or not (capture[-1][1] is None or isinstance(capture[-1][1], str))):
             capture.append((now - self.clock.started, "end"))
 
+    def socket_timeout(self, now: float, caller: float | None) -> float | None:
+        """The socket read timeout for the attempt's request: the clock's (:meth:`~.clocks.
+        AttemptClock.socket_bound`), never above the caller's own (``caller``); none in shadow
+        mode. Marks whether it is ours (:attr:`socket_timeout_ours`)."""
+        self.socket_timeout_ours = False
+        if not self.enforce:
+            return None
+        ours = self.clock.socket_bound(now)
+        if ours is None:
+            return None
+        if caller is not None and caller < ours:
+            return caller
+        self.socket_timeout_ours = True
+        return max(ours, 0.001)
+
+    def notices(self, now: float) -> None:
+        """Deliver the notices due at ``now`` (:meth:`notice`)."""
+        clock = self.clock
+        while (item := clock.poll_notice(now)) is not None:
+            self.notice(item)
+
+    def notice(self, item: Notice) -> None:
+        """A semantic notice: counted on the record, :class:`~.events.SemanticNotice` emitted."""
+        record = self.record
+        record.notices += 1
+        if item.kind is NoticeKind.PREFILL:
+            record.prefill_notices += 1
+        self.emit(SemanticNotice(self.report, self.index, item.at - self.request_start, item.number,
+                                 item.semantic_idle, item.raw_idle, item.heartbeats_since_semantic, item.phase,
+                                 item.kind))
+
+    def retried(self, now: float, decision: Retry) -> None:
+        """The attempt's failure is retried (``decision``): on the record, and
+        :class:`~.events.RetryScheduled` emitted."""
+        record = self.record
+        record.retry_delay = decision.delay
+        record.retry_reason = decision.reason
+        record.delay_source = decision.source
+        self.emit(RetryScheduled(self.report, self.index, now - self.request_start, decision.delay, decision.reason,
+                                 decision.source, decision.rate_limited))
+
     # -- reading --------------------------------------------------------------------------------
+
+    def responded(self, now: float, status: int, headers: Mapping[str, str]) -> None:
+        """The response headers arrived (keys lower-case): on the clock, the capture and the record."""
+        self.clock.headers(now)
+        if self.capture is not None:
+            self.capture_item(now, {"status": status, **{
+                k: headers[k] for k in ("content-type", "content-encoding") if k in headers}})
+        record = self.record
+        record.status = status
+        record.request_id = request_id(headers)
 
     def read_as(self, content_type: str, encoding: str | None, profile: ProviderProfile) -> bool:
         """The response headers say how the body is read (``content_type`` lower-case,
@@ -445,6 +497,14 @@ class Attempt:
             return None, b""
         self.commit()
         return None, self.release(body, body)
+
+    def probe_error(self, now: float, error_type: str) -> Failure:
+        """The probed JSON body is an error object (:meth:`probed`): the in-band provider error it
+        is (retried before content per the table, typed when exhausted); its verdict emitted."""
+        phase = self.clock.phase
+        self.emit(Verdict(self.report, self.index, now - self.request_start, AttemptOutcome.PROVIDER_ERROR, phase,
+                          False, self.enforce))
+        return Failure(FailureKind.ERROR_EVENT, phase, False, status=self.record.status, error_type=error_type)
 
     # -- an in-band error frame -----------------------------------------------------------------
 

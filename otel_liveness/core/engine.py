@@ -62,20 +62,12 @@ from .clocks import (
     WallBudgetExpired,
 )
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
-from .events import (
-    AttemptStarted,
-    Hook,
-    RequestStarted,
-    RetryDenied,
-    RetryScheduled,
-    SemanticNotice,
-    Verdict,
-)
+from .events import AttemptStarted, Hook, RequestStarted, RetryDenied, Verdict
 from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
-from .outcome import AttemptOutcome, Completion, NoticeKind, RequestReport, StopReason
+from .outcome import AttemptOutcome, Completion, RequestReport, StopReason
 from .policy import Policy
-from .providers import profile_for, request_id, response_profile, semconv_provider
+from .providers import profile_for, response_profile, semconv_provider
 from .request import RequestFacts
 from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, attempt_outcome, budgeted, decide
 from .state import INPUTS, TRANSITIONS, State
@@ -257,13 +249,7 @@ class Engine:
         self._to(_HOLDING)
         attempt = self._current()
         clock = attempt.clock
-        clock.headers(now)
-        if attempt.capture is not None:
-            attempt.capture_item(now, {"status": status, **{
-                k: headers[k] for k in ("content-type", "content-encoding") if k in headers}})
-        record = attempt.record
-        record.status = status
-        record.request_id = request_id(headers)
+        attempt.responded(now, status, headers)
         if status >= 400 or (headers.get("x-should-retry") == "true" and status >= 300):
             failure = Failure(FailureKind.STATUS, clock.phase, status=status, headers=dict(headers))
             return self._failed(now, failure, status_response=True)
@@ -335,7 +321,7 @@ class Engine:
             if attempt.probe is not None:
                 error_type, release = attempt.probed()
                 if error_type is not None:
-                    return self._failed(now, self._probe_error(now, attempt, error_type), at_eof=True)
+                    return self._failed(now, attempt.probe_error(now, error_type), at_eof=True)
             attempt.finish(Completion.EOF)
         if not attempt.done:
             failure = attempt.error if attempt.error is not None and self.enforce else Failure(
@@ -488,9 +474,7 @@ class Engine:
         attempt = self.attempt
         if attempt is None or attempt.ended:
             return None
-        clock = attempt.clock
-        while (notice := clock.poll_notice(now)) is not None:
-            self._notice(attempt, notice)
+        attempt.notices(now)
         return attempt
 
     # -- the attempt ----------------------------------------------------------------------------
@@ -520,30 +504,7 @@ class Engine:
         self._emit(AttemptStarted(self.report, attempt.index, self.since(now), attempt.inject))
         clock.request_sent(now)
         self._refresh_hints()
-        return Send(self._read_timeout(now, attempt), dict(attempt.inject))
-
-    def _read_timeout(self, now: float, attempt: Attempt) -> float | None:
-        """The socket read timeout for the attempt's request: the clock's (:meth:`~.clocks.
-        AttemptClock.socket_bound`), never above the caller's own."""
-        attempt.socket_timeout_ours = False
-        if not self.enforce:
-            return None
-        ours = attempt.clock.socket_bound(now)
-        caller = self.facts.read_timeout
-        if ours is None:
-            return None
-        if caller is not None and caller < ours:
-            return caller
-        attempt.socket_timeout_ours = True
-        return max(ours, 0.001)
-
-    def _probe_error(self, now: float, attempt: Attempt, error_type: str) -> Failure:
-        """The probed JSON body is an error object: the in-band provider error it is (retried
-        before content per the table, typed when exhausted)."""
-        phase = attempt.clock.phase
-        self._emit(Verdict(self.report, attempt.index, self.since(now), AttemptOutcome.PROVIDER_ERROR, phase, False,
-                           self.enforce))
-        return Failure(FailureKind.ERROR_EVENT, phase, False, status=attempt.record.status, error_type=error_type)
+        return Send(attempt.socket_timeout(now, self.facts.read_timeout), dict(attempt.inject))
 
     # -- clocks ---------------------------------------------------------------------------------
 
@@ -569,22 +530,13 @@ class Engine:
         while True:
             item = clock.poll(now)
             if isinstance(item, Notice):
-                self._notice(attempt, item)
+                attempt.notice(item)
                 continue
             if isinstance(item, (SemanticTimeoutExpired, WallBudgetExpired)):
                 if self.enforce:
                     return item
                 self._observe(now, attempt, item)
             return None
-
-    def _notice(self, attempt: Attempt, item: Notice) -> None:
-        attempt.record.notices += 1
-        if item.kind is NoticeKind.PREFILL:
-            attempt.record.prefill_notices += 1
-        self._emit(
-            SemanticNotice(self.report, attempt.index, self.since(item.at), item.number, item.semantic_idle,
-                           item.raw_idle, item.heartbeats_since_semantic, item.phase, item.kind)
-        )
 
     def _observe(self, now: float, attempt: Attempt, verdict: Terminal) -> None:
         """Shadow mode: report a verdict that would have ended the attempt, once."""
@@ -681,12 +633,7 @@ class Engine:
         return self._remember(now, R.provider_error(failure, decision, len(self.report.attempts), exc))
 
     def _retry(self, now: float, attempt: Attempt, failure: Failure, decision: Retry) -> Command:
-        record = attempt.record
-        record.retry_delay = decision.delay
-        record.retry_reason = decision.reason
-        record.delay_source = decision.source
-        self._emit(RetryScheduled(self.report, attempt.index, self.since(now), decision.delay, decision.reason,
-                                  decision.source, decision.rate_limited))
+        attempt.retried(now, decision)
         self._conclude(now, attempt_outcome(failure), R.error_type(failure), None, None)
         delay = decision.delay
         if self.wall_deadline is not None and now + delay >= self.wall_deadline:
