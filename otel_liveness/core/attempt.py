@@ -30,14 +30,14 @@ from typing import Any
 
 from . import errors as E
 from .capture import new_capture
-from .clocks import AttemptClock, Notice, Terminal
+from .clocks import AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
 from .events import CaptureItem, Event, Heartbeats, RetryScheduled, SemanticNotice, Verdict
 from .framing import Framer, SSEFramer, framer_for
 from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, RequestReport
 from .policy import Policy
 from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
-from .retry import Failure, FailureKind, Retry
+from .retry import Failure, FailureKind, Retry, failure_kind, verdict_outcome
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt"]
 
@@ -234,6 +234,39 @@ class Attempt:
             return caller
         self.socket_timeout_ours = True
         return max(ours, 0.001)
+
+    def poll(self, now: float) -> Terminal | None:
+        """Deliver the notices due at ``now``; answer a time-based terminal verdict if one is due
+        (in shadow mode, observed once and not answered)."""
+        clock = self.clock
+        while True:
+            item = clock.poll(now)
+            if isinstance(item, Notice):
+                self.notice(item)
+                continue
+            if isinstance(item, (SemanticTimeoutExpired, WallBudgetExpired)):
+                if self.enforce:
+                    return item
+                self.observe(now, item)
+            return None
+
+    def observe(self, now: float, verdict: Terminal) -> None:
+        """Shadow mode: report a verdict that would have ended the attempt, once."""
+        if self.observed is not None:
+            return
+        self.observed = Failure(failure_kind(verdict), verdict.phase, self.committed)
+        self.emit(Verdict(self.report, self.index, min(now, verdict.at) - self.request_start, verdict_outcome(verdict),
+                          verdict.phase, self.committed, False))
+
+    def observe_gap(self, now: float) -> None:
+        """Shadow mode: bytes arrive after a silence longer than the bound
+        (:meth:`~.clocks.AttemptClock.observed_gap`): report the verdict it would have given."""
+        if self.enforce or self.observed is not None:
+            return
+        verdict = self.clock.observed_gap(now)
+        if verdict is not None:
+            self.poll(verdict.at)  # a wall or semantic deadline before it is what enforcement would have met first
+            self.observe(now, verdict)
 
     def notices(self, now: float) -> None:
         """Deliver the notices due at ``now`` (:meth:`notice`)."""

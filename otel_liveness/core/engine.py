@@ -52,15 +52,7 @@ from . import errors as E
 from . import report as R
 from .attempt import HOLD_VERBATIM_BYTES, JSON_PROBE_BYTES, Attempt
 from .budget import HostBudget, RetryBudgets
-from .clocks import (
-    NO_HINTS,
-    TOLERANCE,
-    AttemptClock,
-    Notice,
-    SemanticTimeoutExpired,
-    Terminal,
-    WallBudgetExpired,
-)
+from .clocks import NO_HINTS, TOLERANCE, AttemptClock, Terminal, WallBudgetExpired
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
 from .events import AttemptStarted, Hook, RequestStarted, RetryDenied, Verdict
 from .lane import Lane, PyLane
@@ -69,7 +61,19 @@ from .outcome import AttemptOutcome, Completion, RequestReport, StopReason
 from .policy import Policy
 from .providers import profile_for, response_profile, semconv_provider
 from .request import RequestFacts
-from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, attempt_outcome, budgeted, decide
+from .retry import (
+    Failure,
+    FailureKind,
+    GiveUp,
+    Reject,
+    Retry,
+    RetryState,
+    attempt_outcome,
+    budgeted,
+    decide,
+    failure_kind,
+    verdict_outcome,
+)
 from .state import INPUTS, TRANSITIONS, State
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
@@ -280,15 +284,14 @@ class Engine:
         clock = attempt.clock
         if attempt.capture is not None:
             attempt.capture_item(now, chunk)
-        if not self.enforce:
-            self._observe_gap(now, attempt)
+        attempt.observe_gap(now)
         clock.received(now, len(chunk))
         release = self._judged(now, attempt, chunk, attempt.read, now, chunk)
         if isinstance(release, Fail):
             return release
         if attempt.error is not None and self.enforce:
             return self._answer(state, release, self._failed(now, attempt.error))
-        terminal = self._poll(now)
+        terminal = attempt.poll(now)
         if terminal is not None:
             return self._answer(state, release, self._expire(now, terminal))
         if state is _HOLDING:
@@ -309,8 +312,7 @@ class Engine:
             return COMPLETE
         attempt = self._current()
         attempt.capture_item(now, None)
-        if not self.enforce:
-            self._observe_gap(now, attempt)
+        attempt.observe_gap(now)
         release = b""
         if attempt.streaming:
             judged = self._judged(now, attempt, b"", attempt.end_of_body, now, self.profile.eof_is_end)
@@ -363,8 +365,7 @@ class Engine:
         if kind is IOFailure.LOCAL:
             self._conclude_failure(now, Failure(FailureKind.LOCAL_ERROR, attempt.clock.phase, attempt.committed))
             return Reraise(exc)
-        if not self.enforce:
-            self._observe_gap(now, attempt)
+        attempt.observe_gap(now)
         failure_kind = FailureKind.CONNECT_ERROR if kind is IOFailure.CONNECT else FailureKind.READ_ERROR
         attempt.capture_item(now, failure_kind.value)
         responded = self.state is _RESPONDED
@@ -522,50 +523,16 @@ class Engine:
         else:
             self.wake_hint, self.stop_hint, self.raw_hint = attempt.clock.hints(self.enforce)
 
-    def _poll(self, now: float) -> Terminal | None:
-        """Deliver the notices due at ``now``; answer a time-based terminal verdict if one is due
-        (in shadow mode, observed once and not answered)."""
-        attempt = self._current()
-        clock = attempt.clock
-        while True:
-            item = clock.poll(now)
-            if isinstance(item, Notice):
-                attempt.notice(item)
-                continue
-            if isinstance(item, (SemanticTimeoutExpired, WallBudgetExpired)):
-                if self.enforce:
-                    return item
-                self._observe(now, attempt, item)
-            return None
-
-    def _observe(self, now: float, attempt: Attempt, verdict: Terminal) -> None:
-        """Shadow mode: report a verdict that would have ended the attempt, once."""
-        if attempt.observed is not None:
-            return
-        attempt.observed = Failure(R.failure_kind(verdict), verdict.phase, attempt.committed)
-        self._emit(Verdict(self.report, attempt.index, self.since(min(now, verdict.at)), R.verdict_outcome(verdict),
-                           verdict.phase, attempt.committed, False))
-
-    def _observe_gap(self, now: float, attempt: Attempt) -> None:
-        """Shadow mode: bytes arrive after a silence longer than the bound
-        (:meth:`~.clocks.AttemptClock.observed_gap`): report the verdict it would have given."""
-        if attempt.observed is not None:
-            return
-        verdict = attempt.clock.observed_gap(now)
-        if verdict is not None:
-            self._poll(verdict.at)  # a wall or semantic deadline before it is what enforcement would have met first
-            self._observe(now, attempt, verdict)
-
     # -- decisions ------------------------------------------------------------------------------
 
     def _expire(self, now: float, verdict: Terminal, exc: BaseException | None = None) -> Command:
         """A clock ran out (enforced)."""
         attempt = self._current()
-        self._emit(Verdict(self.report, attempt.index, self.since(now), R.verdict_outcome(verdict),
+        self._emit(Verdict(self.report, attempt.index, self.since(now), verdict_outcome(verdict),
                            verdict.phase, attempt.committed, True))
         if isinstance(verdict, WallBudgetExpired):
             return self._wall_timeout(now, attempt)
-        return self._failed(now, Failure(R.failure_kind(verdict), verdict.phase, attempt.committed), exc=exc)
+        return self._failed(now, Failure(failure_kind(verdict), verdict.phase, attempt.committed), exc=exc)
 
     def _failed(self, now: float, failure: Failure, *, status_response: bool = False,
                 exc: BaseException | None = None, at_eof: bool = False) -> Command:

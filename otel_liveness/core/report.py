@@ -22,13 +22,12 @@ from typing import Any
 from . import errors as E
 from .attempt import Attempt
 from .capture import TimingCapture
-from .clocks import RawSilenceExpired, SemanticTimeoutExpired, Terminal
 from .commands import Fail
 from .events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Hook, RequestEnded
 from .memory import CadenceMemory
 from .outcome import AttemptOutcome, Phase, RequestReport, StopReason
 from .recording import recording_meta
-from .retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome
+from .retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome, failure_kind, verdict_outcome
 
 #: The candidate policies' judge of an ended attempt (:func:`~.canary.judge_candidates` with the
 #: candidates bound): (its capture, its recording's meta) -> each candidate's verdict. Never raises.
@@ -149,20 +148,6 @@ class Reporter:
 
 
 # -- naming what was decided ----------------------------------------------------------------------
-
-
-def failure_kind(verdict: Terminal) -> FailureKind:
-    """The failure a terminal clock verdict is."""
-    if isinstance(verdict, RawSilenceExpired):
-        return FailureKind.FIRST_BYTE_TIMEOUT if verdict.first_byte else FailureKind.RAW_SILENCE
-    if isinstance(verdict, SemanticTimeoutExpired):
-        return FailureKind.SEMANTIC_TIMEOUT
-    return FailureKind.WALL_BUDGET
-
-
-def verdict_outcome(verdict: Terminal) -> AttemptOutcome:
-    """The outcome a terminal verdict names (the failure table's, before any commitment)."""
-    return attempt_outcome(Failure(failure_kind(verdict)))
 
 
 _OBSERVED_STOP = {

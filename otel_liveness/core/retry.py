@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from .clocks import RawSilenceExpired, SemanticTimeoutExpired, Terminal
 from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason
 from .policy import Policy
 
@@ -66,9 +67,11 @@ __all__ = [
     "backoff",
     "budgeted",
     "decide",
+    "failure_kind",
     "failure_reason",
     "retry_after",
     "throttling",
+    "verdict_outcome",
 ]
 
 
@@ -356,3 +359,17 @@ def budgeted(budget: HostBudget, now: float, failure: Failure, decision: Decisio
     if wait > decision.delay:
         return Retry(wait, decision.reason, DelaySource.HOST_PAUSE, decision.rate_limited)
     return decision
+
+
+def failure_kind(verdict: Terminal) -> FailureKind:
+    """The failure a terminal clock verdict is."""
+    if isinstance(verdict, RawSilenceExpired):
+        return FailureKind.FIRST_BYTE_TIMEOUT if verdict.first_byte else FailureKind.RAW_SILENCE
+    if isinstance(verdict, SemanticTimeoutExpired):
+        return FailureKind.SEMANTIC_TIMEOUT
+    return FailureKind.WALL_BUDGET
+
+
+def verdict_outcome(verdict: Terminal) -> AttemptOutcome:
+    """The outcome a terminal verdict names (the failure table's, before any commitment)."""
+    return attempt_outcome(Failure(failure_kind(verdict)))
