@@ -57,7 +57,7 @@ from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Re
 from .events import AttemptStarted, Hook, RequestStarted, RetryDenied, Verdict
 from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
-from .outcome import AttemptOutcome, Completion, RequestReport, StopReason
+from .outcome import AttemptOutcome, Completion, StopReason
 from .policy import Policy
 from .providers import profile_for, response_profile, semconv_provider
 from .request import RequestFacts
@@ -168,17 +168,8 @@ class Engine:
         self.start_time = now
         self.wall_deadline = now + policy.wall_timeout if policy.wall_timeout is not None else None
         self.state = _IDLE
-        self.reporter = R.Reporter(
-            RequestReport(
-                provider=provider,
-                streaming=facts.streaming,
-                wall_budget=policy.wall_timeout,
-                shadow=policy.shadow,
-                model=facts.model,
-                provider_name=semconv_provider(provider, facts.host),
-            ),
-            now, tuple(hooks), on_hook_error, cadence, facts.host, canary, facts.body_size,
-        )
+        self.reporter = R.Reporter.for_request(provider, facts, policy, now, tuple(hooks), on_hook_error, cadence,
+                                               canary)
         self.report = self.reporter.report
         self.published: dict[str, Any] = self.reporter.published
         self._emit = self.reporter.emit
@@ -235,13 +226,10 @@ class Engine:
         A fresh call (not an SDK retry) ends what the cache remembers for its key first."""
         facts = self.facts
         if self.exhausted is not None and facts.key is not None and self.enforce:
-            if not facts.sdk_retry:
-                self.exhausted.discard(facts.key)  # a new call: an older call's error is not its answer
-            else:
-                cached = self.exhausted.get(facts.key, now)
-                if cached is not None:
-                    self._to(_ENDED)
-                    return cached
+            cached = self.exhausted.began(facts.key, facts.sdk_retry, now)
+            if cached is not None:
+                self._to(_ENDED)
+                return cached
         self._emit(RequestStarted(self.report, facts.method, facts.host, facts.port, facts.path, facts.model,
                                   dict(facts.carrier), facts.body_size, facts.propagate, self.policy.propagate_baggage,
                                   facts.sdk_traced))

@@ -17,7 +17,7 @@ body that cannot be sent again.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors as E
 from .attempt import Attempt
@@ -26,8 +26,13 @@ from .commands import Fail
 from .events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Hook, RequestEnded
 from .memory import CadenceMemory
 from .outcome import AttemptOutcome, Phase, RequestReport, StopReason
+from .providers import semconv_provider
 from .recording import recording_meta
 from .retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome, failure_kind, verdict_outcome
+
+if TYPE_CHECKING:
+    from .policy import Policy
+    from .request import RequestFacts
 
 #: The candidate policies' judge of an ended attempt (:func:`~.canary.judge_candidates` with the
 #: candidates bound): (its capture, its recording's meta) -> each candidate's verdict. Never raises.
@@ -69,6 +74,17 @@ class Reporter:
         self.body_size = body_size
         self.published: dict[str, Any] = {}
         self.publish()
+
+    @classmethod
+    def for_request(cls, provider: str, facts: RequestFacts, policy: Policy, start_time: float, hooks: tuple[Hook, ...],
+                    on_hook_error: Callable[[Hook, Exception], None] | None, cadence: CadenceMemory | None,
+                    canary: Canary | None = None) -> Reporter:
+        """The reporter of a request about to start (its report's provider, streaming, wall budget,
+        shadow mode and model from the request and the policy)."""
+        report = RequestReport(provider=provider, streaming=facts.streaming, wall_budget=policy.wall_timeout,
+                               shadow=policy.shadow, model=facts.model,
+                               provider_name=semconv_provider(provider, facts.host))
+        return cls(report, start_time, hooks, on_hook_error, cadence, facts.host, canary, facts.body_size)
 
     def emit(self, event: Event) -> None:
         for hook in self.hooks:
