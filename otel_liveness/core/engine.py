@@ -19,7 +19,8 @@ input is legal in which state (any other raises :class:`~.errors.IllegalInput`) 
 may follow which. The engine decides; its parts keep the books:
 
 - :mod:`.attempt` -- one attempt: what is held and what is released (the holding rule, the JSON
-  probe, the in-band error split), the released prefix, the steady lane;
+  probe, the in-band error split), the released prefix, the steady lane, the notices and the
+  verdicts shadow mode observes, the socket timeout;
 - :mod:`.clocks` -- every bound and verdict: which bound a read is judged by, when a waiting read
   wakes (``Engine.wake_hint``, ``stop_hint``, ``raw_hint``), the socket timeout, wire silence,
   notices;
