@@ -1199,6 +1199,72 @@ def test_no_module_writes_a_clocks_fields() -> None:
     assert len(found) == 2
 
 
+# Every write of an attribute named ``committed`` in the package, by (file, function, target),
+# that is not the attempt's own writer: Attempt.commit() (and the initial False in its __init__).
+# The others are other objects' fields of the same name, each a copy of the attempt's.
+_COMMITTED_WRITERS = {
+    ("core/attempt.py", "Attempt.__init__", "self.committed"),  # the initial value (False)
+    ("core/attempt.py", "Attempt.commit", "self.committed"),  # the one writer
+    ("core/errors.py", "WallTimeout.__init__", "self.committed"),  # the error's own field
+    ("core/report.py", "Reporter._finish_record", "record.committed"),  # the attempt's record, at its end
+}
+
+
+def _committed_writes(source: str, name: str) -> list[tuple[str, str, str]]:
+    """The writes of an attribute ``committed`` in ``source`` (assignments, augmented and
+    annotated ones, ``del``, ``setattr(x, "committed", ...)``), as (file, function, target)."""
+    import ast
+
+    writes: list[tuple[str, str, str]] = []
+
+    def visit(node: ast.AST, scope: tuple[str, ...]) -> None:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = (*scope, node.name)
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = [t for target in node.targets for t in ast.walk(target)]  # (a, b.committed) = ...
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "committed"):
+            writes.append((name, ".".join(scope), f"setattr({ast.unparse(node.args[0])})"))
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr == "committed":
+                writes.append((name, ".".join(scope), ast.unparse(target)))
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    visit(ast.parse(source), ())
+    return writes
+
+
+def test_only_commit_writes_an_attempts_committed() -> None:
+    """Attempt.commit() is the one writer of ``committed`` (content goes to the caller from now
+    on): no other module, nor another method of Attempt, sets it."""
+    import pathlib
+
+    import otel_liveness
+
+    root = pathlib.Path(otel_liveness.__file__).parent
+    writes = [write for path in sorted(root.rglob("*.py"))
+              for write in _committed_writes(path.read_text(), path.relative_to(root).as_posix())]
+    assert {w for w in writes if w in _COMMITTED_WRITERS} == _COMMITTED_WRITERS  # (the list is not stale)
+    assert [w for w in writes if w not in _COMMITTED_WRITERS] == []
+    # ... and the check sees a write where there is one (the engine and the attempt's readers
+    # wrote it before): in another module, in another method of Attempt, through setattr.
+    probe = ("class Engine:\n    def io_error(self, attempt):\n        attempt.committed = True\n"
+             "class Attempt:\n    def probed(self):\n        self.committed = True\n"
+             "        a, self.committed = 1, True\n        setattr(self, 'committed', True)\n")
+    assert _committed_writes(probe, "core/attempt.py") == [
+        ("core/attempt.py", "Engine.io_error", "attempt.committed"),
+        ("core/attempt.py", "Attempt.probed", "self.committed"),
+        ("core/attempt.py", "Attempt.probed", "self.committed"),
+        ("core/attempt.py", "Attempt.probed", "setattr(self)"),
+    ]
+
+
 def test_an_engine_and_its_attempts_are_freed_without_the_cycle_collector() -> None:
     """The attempt reports through the request's Reporter, never through the engine: no cycle, so
     a finished request's memory (held bytes, prefix, journal) goes back as soon as it is dropped."""

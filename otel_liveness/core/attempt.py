@@ -25,19 +25,19 @@ message, decoded from the framer's journal of the whole reply.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import errors as E
 from .capture import new_capture
-from .clocks import AttemptClock, Terminal
+from .clocks import AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
-from .events import CaptureItem, Event, Heartbeats, Verdict
+from .events import CaptureItem, Event, Heartbeats, RetryScheduled, SemanticNotice, Verdict
 from .framing import Framer, SSEFramer, framer_for
-from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, RequestReport
+from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, RequestReport
 from .policy import Policy
-from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type
-from .retry import Failure, FailureKind
+from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
+from .retry import Failure, FailureKind, Retry, failure_kind, verdict_outcome
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt"]
 
@@ -61,7 +61,8 @@ class Attempt:
     engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
     references in :attr:`prefix`. ``report``, ``emit`` and ``request_start`` are the request's
     report, its hooks and its start: a read's heartbeats and in-band error frame are emitted here
-    (:class:`~.events.Heartbeats`, :class:`~.events.Verdict`), as they are found.
+    (:class:`~.events.Heartbeats`, :class:`~.events.Verdict`), as they are found, and so are the
+    attempt's notices, a probed error object's verdict and its retry.
     """
 
     __slots__ = (
@@ -219,7 +220,91 @@ class Attempt:
         if capture is not None and (not capture or not (capture[-1][1] is None or isinstance(capture[-1][1], str))):
             capture.append((now - self.clock.started, "end"))
 
+    def socket_timeout(self, now: float, caller: float | None) -> float | None:
+        """The socket read timeout for the attempt's request: the clock's (:meth:`~.clocks.
+        AttemptClock.socket_bound`), never above the caller's own (``caller``); none in shadow
+        mode. Marks whether it is ours (:attr:`socket_timeout_ours`)."""
+        self.socket_timeout_ours = False
+        if not self.enforce:
+            return None
+        ours = self.clock.socket_bound(now)
+        if ours is None:
+            return None
+        if caller is not None and caller < ours:
+            return caller
+        self.socket_timeout_ours = True
+        return max(ours, 0.001)
+
+    def poll(self, now: float) -> Terminal | None:
+        """Deliver the notices due at ``now``; answer a time-based terminal verdict if one is due
+        (in shadow mode, observed once and not answered)."""
+        clock = self.clock
+        while True:
+            item = clock.poll(now)
+            if isinstance(item, Notice):
+                self.notice(item)
+                continue
+            if isinstance(item, (SemanticTimeoutExpired, WallBudgetExpired)):
+                if self.enforce:
+                    return item
+                self.observe(now, item)
+            return None
+
+    def observe(self, now: float, verdict: Terminal) -> None:
+        """Shadow mode: report a verdict that would have ended the attempt, once."""
+        if self.observed is not None:
+            return
+        self.observed = Failure(failure_kind(verdict), verdict.phase, self.committed)
+        self.emit(Verdict(self.report, self.index, min(now, verdict.at) - self.request_start, verdict_outcome(verdict),
+                          verdict.phase, self.committed, False))
+
+    def observe_gap(self, now: float) -> None:
+        """Shadow mode: bytes arrive after a silence longer than the bound
+        (:meth:`~.clocks.AttemptClock.observed_gap`): report the verdict it would have given."""
+        if self.enforce or self.observed is not None:
+            return
+        verdict = self.clock.observed_gap(now)
+        if verdict is not None:
+            self.poll(verdict.at)  # a wall or semantic deadline before it is what enforcement would have met first
+            self.observe(now, verdict)
+
+    def notices(self, now: float) -> None:
+        """Deliver the notices due at ``now`` (:meth:`notice`)."""
+        clock = self.clock
+        while (item := clock.poll_notice(now)) is not None:
+            self.notice(item)
+
+    def notice(self, item: Notice) -> None:
+        """A semantic notice: counted on the record, :class:`~.events.SemanticNotice` emitted."""
+        record = self.record
+        record.notices += 1
+        if item.kind is NoticeKind.PREFILL:
+            record.prefill_notices += 1
+        self.emit(SemanticNotice(self.report, self.index, item.at - self.request_start, item.number,
+                                 item.semantic_idle, item.raw_idle, item.heartbeats_since_semantic, item.phase,
+                                 item.kind))
+
+    def retried(self, now: float, decision: Retry) -> None:
+        """The attempt's failure is retried (``decision``): on the record, and
+        :class:`~.events.RetryScheduled` emitted."""
+        record = self.record
+        record.retry_delay = decision.delay
+        record.retry_reason = decision.reason
+        record.delay_source = decision.source
+        self.emit(RetryScheduled(self.report, self.index, now - self.request_start, decision.delay, decision.reason,
+                                 decision.source, decision.rate_limited))
+
     # -- reading --------------------------------------------------------------------------------
+
+    def responded(self, now: float, status: int, headers: Mapping[str, str]) -> None:
+        """The response headers arrived (keys lower-case): on the clock, the capture and the record."""
+        self.clock.headers(now)
+        if self.capture is not None:
+            self.capture_item(now, {"status": status, **{
+                k: headers[k] for k in ("content-type", "content-encoding") if k in headers}})
+        record = self.record
+        record.status = status
+        record.request_id = request_id(headers)
 
     def read_as(self, content_type: str, encoding: str | None, profile: ProviderProfile) -> bool:
         """The response headers say how the body is read (``content_type`` lower-case,
@@ -251,7 +336,7 @@ class Attempt:
             self.framer.hold(True)  # for a replay without held heartbeats (hold_or_release)
         if not self.streaming or not self.enforce:
             if not self.streaming:
-                self.committed = True
+                self.commit()
             return False
         return True
 
@@ -327,9 +412,11 @@ class Attempt:
         return data
 
     def commit(self) -> None:
-        """Content goes to the caller from now on: failures are truncations."""
+        """Content goes to the caller from now on: failures are truncations. The only writer of
+        :attr:`committed` (``tests/test_engine.py`` checks it): a stream's first content, an
+        opaque body's first read, a probed JSON body told a reply, a body left unjudged."""
         self.committed = True
-        self.framer.hold(False)
+        self.framer.hold(False)  # (a body that is not held never turned the framer's hold on)
 
     def take_held(self) -> bytes:
         held = b"".join(self.held)
@@ -384,7 +471,7 @@ class Attempt:
         """A read of a body that is not judged as a stream: probed, or released as it arrives."""
         if self.probe is not None:
             return self.probe_read(chunk)
-        self.committed = True
+        self.commit()
         return self.release(chunk, chunk)
 
     def unjudged(self, chunk: bytes) -> bytes:
@@ -397,7 +484,7 @@ class Attempt:
             self.observed = Failure(FailureKind.MALFORMED, self.clock.phase, self.committed)
         self.streaming = False
         self.decoder = None
-        self.committed = True
+        self.commit()
         return self.release(chunk, chunk)
 
     # -- a JSON body probed ---------------------------------------------------------------------
@@ -417,14 +504,14 @@ class Attempt:
         if shaped is False or self.probe_bytes > JSON_PROBE_BYTES:
             self.probe = None
             self.probe_bytes = 0
-            self.committed = True
+            self.commit()
             if self.enforce:
                 body = b"".join(probe)
                 return self.release(body, body)
             return self.release(chunk, chunk)
         if self.enforce:
             return b""
-        self.committed = True
+        self.commit()
         return self.release(chunk, chunk)
 
     def probed(self) -> tuple[str | None, bytes]:
@@ -441,8 +528,16 @@ class Attempt:
             return error_type, b""
         if not self.enforce:
             return None, b""
-        self.committed = True
+        self.commit()
         return None, self.release(body, body)
+
+    def probe_error(self, now: float, error_type: str) -> Failure:
+        """The probed JSON body is an error object (:meth:`probed`): the in-band provider error it
+        is (retried before content per the table, typed when exhausted); its verdict emitted."""
+        phase = self.clock.phase
+        self.emit(Verdict(self.report, self.index, now - self.request_start, AttemptOutcome.PROVIDER_ERROR, phase,
+                          False, self.enforce))
+        return Failure(FailureKind.ERROR_EVENT, phase, False, status=self.record.status, error_type=error_type)
 
     # -- an in-band error frame -----------------------------------------------------------------
 

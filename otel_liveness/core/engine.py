@@ -19,11 +19,13 @@ input is legal in which state (any other raises :class:`~.errors.IllegalInput`) 
 may follow which. The engine decides; its parts keep the books:
 
 - :mod:`.attempt` -- one attempt: what is held and what is released (the holding rule, the JSON
-  probe, the in-band error split), the released prefix, the steady lane;
+  probe, the in-band error split), the released prefix, the steady lane, the notices and the
+  verdicts shadow mode observes, the socket timeout;
 - :mod:`.clocks` -- every bound and verdict: which bound a read is judged by, when a waiting read
   wakes (``Engine.wake_hint``, ``stop_hint``, ``raw_hint``), the socket timeout, wire silence,
   notices;
-- :mod:`.retry` -- which failures are retried and after how long (:func:`.retry.decide`);
+- :mod:`.retry` -- which failures are retried and after how long (:func:`.retry.decide`), and
+  what the host's retry budget allows (:func:`.retry.budgeted`);
 - :mod:`.report` -- the ending sequence (attempt record, capture, hooks, request end, published
   report), run exactly once per attempt and once per request, and the typed errors a request ends
   with.
@@ -51,33 +53,16 @@ from . import errors as E
 from . import report as R
 from .attempt import HOLD_VERBATIM_BYTES, JSON_PROBE_BYTES, Attempt
 from .budget import HostBudget, RetryBudgets
-from .clocks import (
-    NO_HINTS,
-    TOLERANCE,
-    AttemptClock,
-    Notice,
-    SemanticTimeoutExpired,
-    Terminal,
-    WallBudgetExpired,
-)
+from .clocks import NO_HINTS, TOLERANCE, AttemptClock, Terminal, WallBudgetExpired
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
-from .events import (
-    AttemptStarted,
-    Hook,
-    RequestStarted,
-    RetryDenied,
-    RetryScheduled,
-    SemanticNotice,
-    Verdict,
-)
+from .events import AttemptStarted, Hook, RequestStarted, RetryDenied, Verdict
 from .lane import Lane, PyLane
 from .memory import CadenceMemory, ExhaustedCache
-from .outcome import AttemptOutcome, Completion, DelaySource, NoticeKind, RequestReport, StopReason
+from .outcome import AttemptOutcome, Completion, StopReason
 from .policy import Policy
-from .providers import PROFILES, profile_for, semconv_provider
+from .providers import profile_for, response_profile, semconv_provider
 from .request import RequestFacts
 from .retry import (
-    Decision,
     Failure,
     FailureKind,
     GiveUp,
@@ -85,16 +70,15 @@ from .retry import (
     Retry,
     RetryState,
     attempt_outcome,
+    budgeted,
     decide,
-    failure_reason,
-    throttling,
+    failure_kind,
+    verdict_outcome,
 )
 from .state import INPUTS, TRANSITIONS, State
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
 
-_EVENTSTREAM = "application/vnd.amazon.eventstream"
-_SSE = "text/event-stream"
 _IDLE, _SENDING, _HOLDING, _RESPONDED, _SLEEPING, _EXPIRING, _ENDED = State
 
 P = ParamSpec("P")
@@ -185,17 +169,8 @@ class Engine:
         self.start_time = now
         self.wall_deadline = now + policy.wall_timeout if policy.wall_timeout is not None else None
         self.state = _IDLE
-        self.reporter = R.Reporter(
-            RequestReport(
-                provider=provider,
-                streaming=facts.streaming,
-                wall_budget=policy.wall_timeout,
-                shadow=policy.shadow,
-                model=facts.model,
-                provider_name=semconv_provider(provider, facts.host),
-            ),
-            now, tuple(hooks), on_hook_error, cadence, facts.host, canary, facts.body_size,
-        )
+        self.reporter = R.Reporter.for_request(provider, facts, policy, now, tuple(hooks), on_hook_error, cadence,
+                                               canary)
         self.report = self.reporter.report
         self.published: dict[str, Any] = self.reporter.published
         self._emit = self.reporter.emit
@@ -252,13 +227,10 @@ class Engine:
         A fresh call (not an SDK retry) ends what the cache remembers for its key first."""
         facts = self.facts
         if self.exhausted is not None and facts.key is not None and self.enforce:
-            if not facts.sdk_retry:
-                self.exhausted.discard(facts.key)  # a new call: an older call's error is not its answer
-            else:
-                cached = self.exhausted.get(facts.key, now)
-                if cached is not None:
-                    self._to(_ENDED)
-                    return cached
+            cached = self.exhausted.began(facts.key, facts.sdk_retry, now)
+            if cached is not None:
+                self._to(_ENDED)
+                return cached
         self._emit(RequestStarted(self.report, facts.method, facts.host, facts.port, facts.path, facts.model,
                                   dict(facts.carrier), facts.body_size, facts.propagate, self.policy.propagate_baggage,
                                   facts.sdk_traced))
@@ -270,14 +242,7 @@ class Engine:
         self._to(_HOLDING)
         attempt = self._current()
         clock = attempt.clock
-        clock.headers(now)
-        if attempt.capture is not None:
-            attempt.capture_item(now, {"status": status, **{
-                k: headers[k] for k in ("content-type", "content-encoding") if k in headers}})
-        record = attempt.record
-        record.status = status
-        record.request_id = (headers.get("request-id") or headers.get("x-request-id")
-                             or headers.get("x-amzn-requestid") or "")[:128] or None
+        attempt.responded(now, status, headers)
         if status >= 400 or (headers.get("x-should-retry") == "true" and status >= 300):
             failure = Failure(FailureKind.STATUS, clock.phase, status=status, headers=dict(headers))
             return self._failed(now, failure, status_response=True)
@@ -285,11 +250,9 @@ class Engine:
             self._conclude(now, AttemptOutcome.REDIRECTED, None, StopReason.REDIRECTED, None)
             return self._respond(passthrough=True)
         content_type = headers.get("content-type", "").lower()
-        framing = "eventstream" if content_type.startswith(_EVENTSTREAM) else "sse" if content_type.startswith(_SSE) else None
-        if framing is not None and framing != self.profile.framing:
-            # The response says what the URL did not: an event stream is Bedrock's; an SSE body
-            # where an event stream was expected is read as generic SSE, never with the wrong framer.
-            self.profile = PROFILES["bedrock" if framing == "eventstream" else "sse"]
+        profile = response_profile(self.profile, content_type)
+        if profile is not self.profile:  # the response says what the URL did not
+            self.profile = profile
             self.report.provider = self.profile.name
             self.report.provider_name = semconv_provider(self.profile.name, self.facts.host)
         if attempt.read_as(content_type, headers.get("content-encoding"), self.profile):
@@ -310,20 +273,14 @@ class Engine:
         clock = attempt.clock
         if attempt.capture is not None:
             attempt.capture_item(now, chunk)
-        if not self.enforce:
-            self._observe_gap(now, attempt)
+        attempt.observe_gap(now)
         clock.received(now, len(chunk))
-        try:
-            release = attempt.read(now, chunk)
-        except Exception as exc:
-            if self.enforce:
-                if isinstance(exc, (E.MalformedStream, ValueError)):
-                    return self._malformed(now, exc)
-                raise
-            release = attempt.unjudged(chunk)  # shadow: never kills
+        release = self._judged(now, attempt, chunk, attempt.read, now, chunk)
+        if isinstance(release, Fail):
+            return release
         if attempt.error is not None and self.enforce:
             return self._answer(state, release, self._failed(now, attempt.error))
-        terminal = self._poll(now)
+        terminal = attempt.poll(now)
         if terminal is not None:
             return self._answer(state, release, self._expire(now, terminal))
         if state is _HOLDING:
@@ -344,23 +301,18 @@ class Engine:
             return COMPLETE
         attempt = self._current()
         attempt.capture_item(now, None)
-        if not self.enforce:
-            self._observe_gap(now, attempt)
+        attempt.observe_gap(now)
         release = b""
         if attempt.streaming:
-            try:
-                release = attempt.end_of_body(now, self.profile.eof_is_end)
-            except Exception as exc:
-                if self.enforce:
-                    if isinstance(exc, (E.MalformedStream, ValueError)):
-                        return self._malformed(now, exc)
-                    raise
-                attempt.unjudged(b"")  # shadow: the body ended as it came
+            judged = self._judged(now, attempt, b"", attempt.end_of_body, now, self.profile.eof_is_end)
+            if isinstance(judged, Fail):
+                return judged
+            release = judged
         if not attempt.streaming:
             if attempt.probe is not None:
                 error_type, release = attempt.probed()
                 if error_type is not None:
-                    return self._failed(now, self._probe_error(now, attempt, error_type), at_eof=True)
+                    return self._failed(now, attempt.probe_error(now, error_type), at_eof=True)
             attempt.finish(Completion.EOF)
         if not attempt.done:
             failure = attempt.error if attempt.error is not None and self.enforce else Failure(
@@ -372,13 +324,10 @@ class Engine:
     @_input
     def timed_out(self, now: float, exc: BaseException) -> Command:
         """A read (of headers or body) timed out; ``exc`` is what the HTTP library raised."""
-        if self.state is _ENDED:  # as in io_error: the caller ended the request first
-            return Reraise(exc)
-        attempt = self._current()
+        attempt = self._read_failed(now, exc)
+        if not isinstance(attempt, Attempt):
+            return attempt
         expired, attempt.expired = attempt.expired, None
-        if attempt.done:
-            self._complete(now)
-            return COMPLETE  # after the end frame nothing was lost
         if expired is None and self.enforce and attempt.socket_timeout_ours:
             clock = attempt.clock
             expired = clock.poll_terminal(now + TOLERANCE)
@@ -399,24 +348,18 @@ class Engine:
     def io_error(self, now: float, kind: IOFailure, exc: BaseException) -> Command:
         """The connection failed (``CONNECT``: before the server got the request), or the HTTP
         library refused to send it (``LOCAL``: never retried, raised as it came)."""
-        if self.state is _ENDED:
-            # The caller closed the body (or abandoned it) and the read under it failed: not the
-            # provider's failure, and the request's verdict is already given. As it came.
-            return Reraise(exc)
-        attempt = self._current()
-        if attempt.done:
-            self._complete(now)
-            return COMPLETE
+        attempt = self._read_failed(now, exc)
+        if not isinstance(attempt, Attempt):
+            return attempt
         if kind is IOFailure.LOCAL:
             self._conclude_failure(now, Failure(FailureKind.LOCAL_ERROR, attempt.clock.phase, attempt.committed))
             return Reraise(exc)
-        if not self.enforce:
-            self._observe_gap(now, attempt)
+        attempt.observe_gap(now)
         failure_kind = FailureKind.CONNECT_ERROR if kind is IOFailure.CONNECT else FailureKind.READ_ERROR
         attempt.capture_item(now, failure_kind.value)
         responded = self.state is _RESPONDED
         if not attempt.streaming and attempt.probe is not None and not responded:
-            attempt.committed = True  # a JSON body held to be judged: it breaks as an opaque body does
+            attempt.commit()  # a JSON body held to be judged: it breaks as an opaque body does
         failure = Failure(failure_kind, attempt.clock.phase, attempt.committed)
         if not attempt.streaming and (responded or attempt.probe is not None):
             # An opaque body (JSON) breaks as it would without the transport.
@@ -463,14 +406,11 @@ class Engine:
         """A read that started at ``start`` woke at ``now`` -- at :func:`~.clocks.wake_at` -- with nothing
         read: deliver the notices due, and answer True when a terminal deadline has passed (the
         read must end; :meth:`timed_out` then answers the verdict). Refreshes the hints."""
-        attempt = self.attempt
-        if attempt is None or attempt.ended:
+        attempt = self._notices(now)
+        if attempt is None:
             return False
-        clock = attempt.clock
-        while (notice := clock.poll_notice(now)) is not None:
-            self._notice(attempt, notice)
         if self.enforce:
-            expired = clock.expired(now + TOLERANCE, start)
+            expired = attempt.clock.expired(now + TOLERANCE, start)
             if expired is not None:
                 attempt.expired = expired
                 return True
@@ -483,13 +423,49 @@ class Engine:
         that wakes on behalf of a stream it does not read for (an HTTP/2 sibling waiting for the
         shared connection, whose next bytes may already be queued): its deadlines are its own
         reader's to judge, with :meth:`woke`."""
+        if self._notices(now) is not None:
+            self._refresh_hints()
+
+    # -- what the inputs share ------------------------------------------------------------------
+
+    def _judged(self, now: float, attempt: Attempt, unjudged: bytes,
+                judge: Callable[P, bytes], *args: P.args, **kwargs: P.kwargs) -> bytes | Fail:
+        """Judge the body (``judge``: the attempt's :meth:`~.attempt.Attempt.read` or
+        :meth:`~.attempt.Attempt.end_of_body`): the bytes to release. A body that cannot be
+        judged (a frame over the bound, a corrupt frame, an encoding that fails) ends the request
+        as malformed; any other error of the judging is a bug, raised. Shadow mode never kills:
+        the body goes on unjudged from here, ``unjudged`` (the read's chunk) released as it came."""
+        try:
+            return judge(*args, **kwargs)
+        except Exception as exc:
+            if self.enforce:
+                if isinstance(exc, (E.MalformedStream, ValueError)):
+                    return self._malformed(now, exc)
+                raise
+            return attempt.unjudged(unjudged)
+
+    def _read_failed(self, now: float, exc: BaseException) -> Attempt | Command:
+        """What :meth:`timed_out` and :meth:`io_error` open with: the command when the failed
+        read is no failure -- the request already ended (the caller closed the body, or abandoned
+        it, and the read under it failed: not the provider's failure, and the request's verdict is
+        already given; raised as it came), or the reply was whole (after the end frame nothing was
+        lost: complete) -- else the attempt the failure is judged for."""
+        if self.state is _ENDED:
+            return Reraise(exc)
+        attempt = self._current()
+        if attempt.done:
+            self._complete(now)
+            return COMPLETE
+        return attempt
+
+    def _notices(self, now: float) -> Attempt | None:
+        """Deliver the notices due at ``now`` (:meth:`woke`, :meth:`notify`): the live attempt, or
+        ``None`` when there is none (before the first, or after the last attempt ended)."""
         attempt = self.attempt
         if attempt is None or attempt.ended:
-            return
-        clock = attempt.clock
-        while (notice := clock.poll_notice(now)) is not None:
-            self._notice(attempt, notice)
-        self._refresh_hints()
+            return None
+        attempt.notices(now)
+        return attempt
 
     # -- the attempt ----------------------------------------------------------------------------
 
@@ -518,30 +494,7 @@ class Engine:
         self._emit(AttemptStarted(self.report, attempt.index, self.since(now), attempt.inject))
         clock.request_sent(now)
         self._refresh_hints()
-        return Send(self._read_timeout(now, attempt), dict(attempt.inject))
-
-    def _read_timeout(self, now: float, attempt: Attempt) -> float | None:
-        """The socket read timeout for the attempt's request: the clock's (:meth:`~.clocks.
-        AttemptClock.socket_bound`), never above the caller's own."""
-        attempt.socket_timeout_ours = False
-        if not self.enforce:
-            return None
-        ours = attempt.clock.socket_bound(now)
-        caller = self.facts.read_timeout
-        if ours is None:
-            return None
-        if caller is not None and caller < ours:
-            return caller
-        attempt.socket_timeout_ours = True
-        return max(ours, 0.001)
-
-    def _probe_error(self, now: float, attempt: Attempt, error_type: str) -> Failure:
-        """The probed JSON body is an error object: the in-band provider error it is (retried
-        before content per the table, typed when exhausted)."""
-        phase = attempt.clock.phase
-        self._emit(Verdict(self.report, attempt.index, self.since(now), AttemptOutcome.PROVIDER_ERROR, phase, False,
-                           self.enforce))
-        return Failure(FailureKind.ERROR_EVENT, phase, False, status=attempt.record.status, error_type=error_type)
+        return Send(attempt.socket_timeout(now, self.facts.read_timeout), dict(attempt.inject))
 
     # -- clocks ---------------------------------------------------------------------------------
 
@@ -559,59 +512,16 @@ class Engine:
         else:
             self.wake_hint, self.stop_hint, self.raw_hint = attempt.clock.hints(self.enforce)
 
-    def _poll(self, now: float) -> Terminal | None:
-        """Deliver the notices due at ``now``; answer a time-based terminal verdict if one is due
-        (in shadow mode, observed once and not answered)."""
-        attempt = self._current()
-        clock = attempt.clock
-        while True:
-            item = clock.poll(now)
-            if isinstance(item, Notice):
-                self._notice(attempt, item)
-                continue
-            if isinstance(item, (SemanticTimeoutExpired, WallBudgetExpired)):
-                if self.enforce:
-                    return item
-                self._observe(now, attempt, item)
-            return None
-
-    def _notice(self, attempt: Attempt, item: Notice) -> None:
-        attempt.record.notices += 1
-        if item.kind is NoticeKind.PREFILL:
-            attempt.record.prefill_notices += 1
-        self._emit(
-            SemanticNotice(self.report, attempt.index, self.since(item.at), item.number, item.semantic_idle,
-                           item.raw_idle, item.heartbeats_since_semantic, item.phase, item.kind)
-        )
-
-    def _observe(self, now: float, attempt: Attempt, verdict: Terminal) -> None:
-        """Shadow mode: report a verdict that would have ended the attempt, once."""
-        if attempt.observed is not None:
-            return
-        attempt.observed = Failure(R.failure_kind(verdict), verdict.phase, attempt.committed)
-        self._emit(Verdict(self.report, attempt.index, self.since(min(now, verdict.at)), R.verdict_outcome(verdict),
-                           verdict.phase, attempt.committed, False))
-
-    def _observe_gap(self, now: float, attempt: Attempt) -> None:
-        """Shadow mode: bytes arrive after a silence longer than the bound
-        (:meth:`~.clocks.AttemptClock.observed_gap`): report the verdict it would have given."""
-        if attempt.observed is not None:
-            return
-        verdict = attempt.clock.observed_gap(now)
-        if verdict is not None:
-            self._poll(verdict.at)  # a wall or semantic deadline before it is what enforcement would have met first
-            self._observe(now, attempt, verdict)
-
     # -- decisions ------------------------------------------------------------------------------
 
     def _expire(self, now: float, verdict: Terminal, exc: BaseException | None = None) -> Command:
         """A clock ran out (enforced)."""
         attempt = self._current()
-        self._emit(Verdict(self.report, attempt.index, self.since(now), R.verdict_outcome(verdict),
+        self._emit(Verdict(self.report, attempt.index, self.since(now), verdict_outcome(verdict),
                            verdict.phase, attempt.committed, True))
         if isinstance(verdict, WallBudgetExpired):
             return self._wall_timeout(now, attempt)
-        return self._failed(now, Failure(R.failure_kind(verdict), verdict.phase, attempt.committed), exc=exc)
+        return self._failed(now, Failure(failure_kind(verdict), verdict.phase, attempt.committed), exc=exc)
 
     def _failed(self, now: float, failure: Failure, *, status_response: bool = False,
                 exc: BaseException | None = None, at_eof: bool = False) -> Command:
@@ -637,8 +547,12 @@ class Engine:
         decision = decide(self.retry_state, failure, self.policy, wall_now=self.wall_now(), jitter=self.jitter())
         if self.facts.once and isinstance(decision, Retry):
             decision = GiveUp(decision.reason, decision.rate_limited)  # (a request not to send twice: one attempt)
-        if self.budget is not None and not failure.committed and failure_reason(failure) is not None:
-            decision = self._budgeted(now, attempt, failure, decision)
+        if self.budget is not None:
+            allowed = budgeted(self.budget, now, failure, decision)  # (the host's retry budget)
+            if isinstance(decision, Retry) and not isinstance(allowed, Retry):
+                self._emit(RetryDenied(self.report, attempt.index, self.since(now), decision.reason,
+                                       self.budget.fill(now)))
+            decision = allowed
         problem = None
         if isinstance(decision, Retry) and self.body_replayable is not None:
             problem = self.body_replayable()
@@ -674,34 +588,8 @@ class Engine:
         self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
         return self._remember(now, R.provider_error(failure, decision, len(self.report.attempts), exc))
 
-    def _budgeted(self, now: float, attempt: Attempt, failure: Failure, decision: Decision) -> Decision:
-        """The host's retry budget on a failure before content that the table retries
-        (:mod:`.budget`): the failure spends a token, a throttling answer pauses the host's
-        retries, and a retry goes only while the budget allows -- after the host's pause, when
-        that is longer; otherwise the request ends as it would at exhaustion (``retry_budget``)."""
-        budget = self.budget
-        assert budget is not None
-        budget.failed(now)
-        wait = budget.wait(now)  # (a pause other requests were told of: this one's own answer sets its delay)
-        if throttling(failure):
-            told = decision.delay if isinstance(decision, Retry) and decision.source is not DelaySource.BACKOFF else None
-            budget.throttled(now, told)
-        if not isinstance(decision, Retry):
-            return decision
-        if not budget.grant(now):
-            self._emit(RetryDenied(self.report, attempt.index, self.since(now), decision.reason, budget.fill(now)))
-            return GiveUp(decision.reason, decision.rate_limited, budget=True)
-        if wait > decision.delay:
-            return Retry(wait, decision.reason, DelaySource.HOST_PAUSE, decision.rate_limited)
-        return decision
-
     def _retry(self, now: float, attempt: Attempt, failure: Failure, decision: Retry) -> Command:
-        record = attempt.record
-        record.retry_delay = decision.delay
-        record.retry_reason = decision.reason
-        record.delay_source = decision.source
-        self._emit(RetryScheduled(self.report, attempt.index, self.since(now), decision.delay, decision.reason,
-                                  decision.source, decision.rate_limited))
+        attempt.retried(now, decision)
         self._conclude(now, attempt_outcome(failure), R.error_type(failure), None, None)
         delay = decision.delay
         if self.wall_deadline is not None and now + delay >= self.wall_deadline:

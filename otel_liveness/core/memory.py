@@ -170,6 +170,15 @@ class ExhaustedCache(Generic[T]):
         with self._lock:
             return self._items.pop(key, None) is not None
 
+    def began(self, key: Hashable, sdk_retry: bool, now: float) -> T | None:
+        """A call with ``key`` began: an SDK retry of it gets the error its exhausted call ended
+        with, when remembered; a fresh call (not an SDK retry) forgets it -- an older call's error
+        is not its answer -- and gets ``None``."""
+        if not sdk_retry:
+            self.discard(key)
+            return None
+        return self.get(key, now)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)

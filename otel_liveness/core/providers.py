@@ -41,6 +41,7 @@ import functools
 import json
 import operator
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from .eventstream import Message, decode_chunk
@@ -64,6 +65,8 @@ __all__ = [
     "json_error_shaped",
     "json_error_type",
     "profile_for",
+    "request_id",
+    "response_profile",
     "select_provider",
     "semconv_provider",
     "streams_by_url",
@@ -665,6 +668,23 @@ def semconv_provider(profile: str, host: str) -> str:
     if name == "gcp.gemini" and "aiplatform.googleapis.com" in host.lower():
         return "gcp.vertex_ai"
     return name
+
+
+def response_profile(profile: ProviderProfile, content_type: str) -> ProviderProfile:
+    """The profile a response is read with: ``profile``, unless the response's content type
+    (lower-case) says what the URL did not -- an event stream is Bedrock's; an SSE body where an
+    event stream was expected is read as generic SSE, never with the wrong framer."""
+    framing = ("eventstream" if content_type.startswith("application/vnd.amazon.eventstream")
+               else "sse" if content_type.startswith("text/event-stream") else None)
+    if framing is None or framing == profile.framing:
+        return profile
+    return PROFILES["bedrock" if framing == "eventstream" else "sse"]
+
+
+def request_id(headers: Mapping[str, str]) -> str | None:
+    """The provider's id of the request, from the response headers (keys lower-case): Anthropic's
+    ``request-id``, OpenAI's ``x-request-id``, Amazon's ``x-amzn-requestid`` (128 characters at most)."""
+    return (headers.get("request-id") or headers.get("x-request-id") or headers.get("x-amzn-requestid") or "")[:128] or None
 
 
 def profile_for(name: str) -> ProviderProfile:

@@ -17,18 +17,22 @@ body that cannot be sent again.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors as E
 from .attempt import Attempt
 from .capture import TimingCapture
-from .clocks import RawSilenceExpired, SemanticTimeoutExpired, Terminal
 from .commands import Fail
 from .events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Hook, RequestEnded
 from .memory import CadenceMemory
 from .outcome import AttemptOutcome, Phase, RequestReport, StopReason
+from .providers import semconv_provider
 from .recording import recording_meta
-from .retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome
+from .retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome, failure_kind, verdict_outcome
+
+if TYPE_CHECKING:
+    from .policy import Policy
+    from .request import RequestFacts
 
 #: The candidate policies' judge of an ended attempt (:func:`~.canary.judge_candidates` with the
 #: candidates bound): (its capture, its recording's meta) -> each candidate's verdict. Never raises.
@@ -70,6 +74,17 @@ class Reporter:
         self.body_size = body_size
         self.published: dict[str, Any] = {}
         self.publish()
+
+    @classmethod
+    def for_request(cls, provider: str, facts: RequestFacts, policy: Policy, start_time: float, hooks: tuple[Hook, ...],
+                    on_hook_error: Callable[[Hook, Exception], None] | None, cadence: CadenceMemory | None,
+                    canary: Canary | None = None) -> Reporter:
+        """The reporter of a request about to start (its report's provider, streaming, wall budget,
+        shadow mode and model from the request and the policy)."""
+        report = RequestReport(provider=provider, streaming=facts.streaming, wall_budget=policy.wall_timeout,
+                               shadow=policy.shadow, model=facts.model,
+                               provider_name=semconv_provider(provider, facts.host))
+        return cls(report, start_time, hooks, on_hook_error, cadence, facts.host, canary, facts.body_size)
 
     def emit(self, event: Event) -> None:
         for hook in self.hooks:
@@ -149,20 +164,6 @@ class Reporter:
 
 
 # -- naming what was decided ----------------------------------------------------------------------
-
-
-def failure_kind(verdict: Terminal) -> FailureKind:
-    """The failure a terminal clock verdict is."""
-    if isinstance(verdict, RawSilenceExpired):
-        return FailureKind.FIRST_BYTE_TIMEOUT if verdict.first_byte else FailureKind.RAW_SILENCE
-    if isinstance(verdict, SemanticTimeoutExpired):
-        return FailureKind.SEMANTIC_TIMEOUT
-    return FailureKind.WALL_BUDGET
-
-
-def verdict_outcome(verdict: Terminal) -> AttemptOutcome:
-    """The outcome a terminal verdict names (the failure table's, before any commitment)."""
-    return attempt_outcome(Failure(failure_kind(verdict)))
 
 
 _OBSERVED_STOP = {

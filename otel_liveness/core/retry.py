@@ -33,6 +33,9 @@ Delays: ``retry-after-ms``, then ``retry-after`` as (float) seconds, then as an 
 (relative to ``wall_now``, epoch seconds supplied by the driver); a value that is garbage,
 non-finite, zero or negative is ignored; a positive one is capped at ``policy.max_retry_after``.
 Otherwise :func:`backoff`.
+
+A host's retry budget (:mod:`.budget`) then has its say on a failure before content that the
+table retries (:func:`budgeted`).
 """
 
 from __future__ import annotations
@@ -42,9 +45,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
+from .clocks import RawSilenceExpired, SemanticTimeoutExpired, Terminal
 from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason
 from .policy import Policy
+
+if TYPE_CHECKING:
+    from .budget import HostBudget
 
 __all__ = [
     "Decision",
@@ -57,10 +65,13 @@ __all__ = [
     "Truncate",
     "attempt_outcome",
     "backoff",
+    "budgeted",
     "decide",
+    "failure_kind",
     "failure_reason",
     "retry_after",
     "throttling",
+    "verdict_outcome",
 ]
 
 
@@ -326,3 +337,39 @@ def decide(
         delay = backoff(used - 1, jitter, initial=policy.backoff_initial, maximum=policy.backoff_max)
         source = DelaySource.BACKOFF
     return Retry(delay, reason, source, rate_limited)
+
+
+def budgeted(budget: HostBudget, now: float, failure: Failure, decision: Decision) -> Decision:
+    """The host's retry budget on ``failure`` and its ``decision``: a failure before content that
+    the table retries spends a token, a throttling answer pauses the host's retries, and a retry
+    goes only while the budget allows -- after the host's pause, when that is longer; otherwise
+    the request ends as it would at exhaustion (a :class:`GiveUp` with ``budget``). Any other
+    failure leaves the budget and the decision as they are."""
+    if failure.committed or failure_reason(failure) is None:
+        return decision
+    budget.failed(now)
+    wait = budget.wait(now)  # (a pause other requests were told of: this one's own answer sets its delay)
+    if throttling(failure):
+        told = decision.delay if isinstance(decision, Retry) and decision.source is not DelaySource.BACKOFF else None
+        budget.throttled(now, told)
+    if not isinstance(decision, Retry):
+        return decision
+    if not budget.grant(now):
+        return GiveUp(decision.reason, decision.rate_limited, budget=True)
+    if wait > decision.delay:
+        return Retry(wait, decision.reason, DelaySource.HOST_PAUSE, decision.rate_limited)
+    return decision
+
+
+def failure_kind(verdict: Terminal) -> FailureKind:
+    """The failure a terminal clock verdict is."""
+    if isinstance(verdict, RawSilenceExpired):
+        return FailureKind.FIRST_BYTE_TIMEOUT if verdict.first_byte else FailureKind.RAW_SILENCE
+    if isinstance(verdict, SemanticTimeoutExpired):
+        return FailureKind.SEMANTIC_TIMEOUT
+    return FailureKind.WALL_BUDGET
+
+
+def verdict_outcome(verdict: Terminal) -> AttemptOutcome:
+    """The outcome a terminal verdict names (the failure table's, before any commitment)."""
+    return attempt_outcome(Failure(failure_kind(verdict)))
