@@ -1202,17 +1202,21 @@ def test_no_module_writes_a_clocks_fields() -> None:
 # Every write of an attribute named ``committed`` in the package, by (file, function, target),
 # that is not the attempt's own writer: Attempt.commit() (and the initial False in its __init__).
 # The others are other objects' fields of the same name, each a copy of the attempt's.
-_COMMITTED_WRITERS = {
-    ("core/attempt.py", "Attempt.__init__", "self.committed"),  # the initial value (False)
-    ("core/attempt.py", "Attempt.commit", "self.committed"),  # the one writer
+#: The writers of an attempt's two states (core/state.py) and of any ``committed`` field.
+_STATE_WRITERS = {
+    ("core/attempt.py", "Attempt.__init__", "self.mode"),  # the initial values
+    ("core/attempt.py", "Attempt.__init__", "self.release_state"),
+    ("core/attempt.py", "Attempt.become", "self.mode"),  # the one mover of the body mode
+    ("core/attempt.py", "Attempt._released_as", "self.release_state"),  # of the release state (commit, finish)
     ("core/errors.py", "WallTimeout.__init__", "self.committed"),  # the error's own field
     ("core/report.py", "Reporter._finish_record", "record.committed"),  # the attempt's record, at its end
 }
+_STATE_ATTRS = frozenset({"mode", "release_state", "committed", "done", "streaming"})
 
 
-def _committed_writes(source: str, name: str) -> list[tuple[str, str, str]]:
-    """The writes of an attribute ``committed`` in ``source`` (assignments, augmented and
-    annotated ones, ``del``, ``setattr(x, "committed", ...)``), as (file, function, target)."""
+def _state_writes(source: str, name: str) -> list[tuple[str, str, str]]:
+    """The writes of an attribute of :data:`_STATE_ATTRS` in ``source`` (assignments, augmented
+    and annotated ones, ``del``, ``setattr(x, "committed", ...)``), as (file, function, target)."""
     import ast
 
     writes: list[tuple[str, str, str]] = []
@@ -1228,10 +1232,10 @@ def _committed_writes(source: str, name: str) -> list[tuple[str, str, str]]:
         elif isinstance(node, ast.Delete):
             targets = list(node.targets)
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
-              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "committed"):
+              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in _STATE_ATTRS):
             writes.append((name, ".".join(scope), f"setattr({ast.unparse(node.args[0])})"))
         for target in targets:
-            if isinstance(target, ast.Attribute) and target.attr == "committed":
+            if isinstance(target, ast.Attribute) and target.attr in _STATE_ATTRS:
                 writes.append((name, ".".join(scope), ast.unparse(target)))
         for child in ast.iter_child_nodes(node):
             visit(child, scope)
@@ -1240,27 +1244,29 @@ def _committed_writes(source: str, name: str) -> list[tuple[str, str, str]]:
     return writes
 
 
-def test_only_commit_writes_an_attempts_committed() -> None:
-    """Attempt.commit() is the one writer of ``committed`` (content goes to the caller from now
-    on): no other module, nor another method of Attempt, sets it."""
+def test_only_become_and_commit_or_finish_move_an_attempts_states() -> None:
+    """An attempt's body mode is moved by ``Attempt.become`` only, its release state (content
+    released, the reply whole) by ``commit()`` and ``finish()`` through ``_released_as`` only: no
+    other module, nor another method of Attempt, writes them or a ``committed``/``done`` flag."""
     import pathlib
 
     import otel_liveness
 
     root = pathlib.Path(otel_liveness.__file__).parent
     writes = [write for path in sorted(root.rglob("*.py"))
-              for write in _committed_writes(path.read_text(), path.relative_to(root).as_posix())]
-    assert {w for w in writes if w in _COMMITTED_WRITERS} == _COMMITTED_WRITERS  # (the list is not stale)
-    assert [w for w in writes if w not in _COMMITTED_WRITERS] == []
+              for write in _state_writes(path.read_text(), path.relative_to(root).as_posix())
+              if write[0].startswith("core/") or not write[2].endswith(".mode")]  # (a telemetry "mode" is its own)
+    assert {w for w in writes if w in _STATE_WRITERS} == _STATE_WRITERS  # (the list is not stale)
+    assert [w for w in writes if w not in _STATE_WRITERS] == []
     # ... and the check sees a write where there is one (the engine and the attempt's readers
-    # wrote it before): in another module, in another method of Attempt, through setattr.
+    # wrote these flags before): in another module, in another method of Attempt, through setattr.
     probe = ("class Engine:\n    def io_error(self, attempt):\n        attempt.committed = True\n"
-             "class Attempt:\n    def probed(self):\n        self.committed = True\n"
-             "        a, self.committed = 1, True\n        setattr(self, 'committed', True)\n")
-    assert _committed_writes(probe, "core/attempt.py") == [
+             "class Attempt:\n    def probed(self):\n        self.mode = 1\n"
+             "        a, self.done = 1, True\n        setattr(self, 'release_state', True)\n")
+    assert _state_writes(probe, "core/attempt.py") == [
         ("core/attempt.py", "Engine.io_error", "attempt.committed"),
-        ("core/attempt.py", "Attempt.probed", "self.committed"),
-        ("core/attempt.py", "Attempt.probed", "self.committed"),
+        ("core/attempt.py", "Attempt.probed", "self.mode"),
+        ("core/attempt.py", "Attempt.probed", "self.done"),
         ("core/attempt.py", "Attempt.probed", "setattr(self)"),
     ]
 
@@ -1345,3 +1351,97 @@ def test_frames_after_the_end_frame_are_past_the_reply(split: bool) -> None:
     parts = [created + done, failed] if split else [created + done + failed]
     out = drive([stream(parts)], provider="openai-responses")
     assert out.error is None and out.outcomes == ["completed"]
+
+
+# -- the attempt's two tables (core/state.py), walked ------------------------------------------------
+
+JSON = {"content-type": "application/json"}
+_SHADOW = POLICY.replace(shadow=True)
+
+
+def _once(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """``Attempt.<name>`` raises once: a fault of the judging itself (shadow mode goes on unjudged)."""
+    from otel_liveness.core.attempt import Attempt
+
+    real = getattr(Attempt, name)
+    fired = []
+
+    def faulty(self: Any, *args: Any) -> Any:
+        if not fired:
+            fired.append(1)
+            raise RuntimeError("a fault of the judging")
+        return real(self, *args)
+
+    monkeypatch.setattr(Attempt, name, faulty)
+
+
+# Recipes that between them make every move of both tables: (name, attempt's steps, policy,
+# request streaming, what the recipe faults).
+ATTEMPT_RECIPES: list[tuple[str, list[Step], Policy, bool, str | None]] = [
+    ("a stream", [("headers", 0.1, 200), ("data", 0.2, b"".join(REPLY)), ("eof", 0.3)], POLICY, True, None),
+    ("an end frame alone", [("headers", 0.1, 200), ("data", 0.2, END), ("eof", 0.3)], POLICY, True, None),
+    ("an opaque body", [("headers", 0.1, 200, {"content-type": "text/plain"}), ("data", 0.2, b"x"), ("eof", 0.3)],
+     POLICY, True, None),
+    ("a JSON reply", [("headers", 0.1, 200, JSON), ("data", 0.2, b'{"id": "x"}'), ("eof", 0.3)], POLICY, True, None),
+    ("a non-streaming request's stream", [("headers", 0.1, 200), ("data", 0.2, b"".join(REPLY)), ("eof", 0.3)],
+     POLICY, False, None),
+    ("a frame over the bound, in shadow", [("headers", 0.1, 200), ("data", 0.2, b"data: " + b"a" * 5000),
+                                            ("eof", 0.3)],
+     _SHADOW.replace(max_frame_bytes=1024), True, None),
+    ("a JSON probe's fault, in shadow", [("headers", 0.1, 200, JSON), ("data", 0.2, b'{"id": "x"}'), ("eof", 0.3)],
+     _SHADOW, True, "probe_read"),
+    ("an opaque read's fault, in shadow", [("headers", 0.1, 200, {"content-type": "text/plain"}),
+                                           ("data", 0.2, b"x"), ("eof", 0.3)], _SHADOW, True, "opaque_read"),
+]
+
+
+def test_every_attempt_move_is_in_its_table_and_every_move_of_the_tables_is_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The body mode and the release state, recorded on every move through the engine's inputs
+    only: each move is one of BODY_MODES / RELEASES (else IllegalInput), and the recipes make
+    every move the tables list -- the tables say no more than the code does."""
+    from otel_liveness.core.attempt import Attempt
+    from otel_liveness.core.state import BODY_MODES, RELEASES
+
+    moves: set[tuple[str, str]] = set()
+    become, released_as = Attempt.become, Attempt._released_as
+
+    def record_mode(self: Attempt, mode: Any) -> None:
+        before = self.mode
+        become(self, mode)
+        moves.add((before, self.mode))
+
+    def record_release(self: Attempt, release: Any) -> None:
+        before = self.release_state
+        released_as(self, release)
+        moves.add((before, self.release_state))
+
+    monkeypatch.setattr(Attempt, "become", record_mode)
+    monkeypatch.setattr(Attempt, "_released_as", record_release)
+    for name, steps, policy, streaming, fault in ATTEMPT_RECIPES:
+        with monkeypatch.context() as patch:
+            if fault is not None:
+                _once(patch, fault)
+            out = drive([steps], policy, facts=RequestFacts(streaming=streaming, body_size=100))
+        if policy.shadow:  # shadow never ends a call: the reply passes whole, whatever was judged
+            assert out.error is None and out.body, name
+    made = {(a, b) for a, b in moves if a != b}
+    table = {(a, b) for t in (BODY_MODES, RELEASES) for a, targets in t.items() for b in targets}
+    assert made <= table
+    assert table - made == set()
+
+
+def test_a_move_outside_an_attempts_tables_is_a_typed_error_that_changes_nothing() -> None:
+    from otel_liveness.core.state import BodyMode
+
+    engine, _ = _in(State.HOLDING)
+    attempt = engine.attempt
+    assert attempt is not None and attempt.mode is BodyMode.SCANNED
+    attempt.finish(Completion.END_FRAME)
+    attempt.commit()
+    assert (attempt.release_state.value, attempt.committed, attempt.done) == ("done", True, True)
+    attempt.become(BodyMode.UNJUDGED)
+    for mode in (BodyMode.SCANNED, BodyMode.PROBING, BodyMode.OPAQUE):
+        with pytest.raises(E.IllegalInput) as info:
+            attempt.become(mode)
+        assert info.value.state == "unjudged" and attempt.mode is BodyMode.UNJUDGED

@@ -38,6 +38,7 @@ from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, Notic
 from .policy import Policy
 from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
 from .retry import Failure, FailureKind, Retry, failure_kind, verdict_outcome
+from .state import BODY_MODES, RELEASES, BodyMode, ReleaseState
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt"]
 
@@ -47,6 +48,11 @@ _END = FrameKind.END
 _ERROR = FrameKind.ERROR
 _SSE = "text/event-stream"
 _EVENTSTREAM = "application/vnd.amazon.eventstream"
+_SCANNED, _PROBING, _OPAQUE, _UNJUDGED = BodyMode.SCANNED, BodyMode.PROBING, BodyMode.OPAQUE, BodyMode.UNJUDGED
+_HOLDING, _WHOLE, _COMMITTED, _DONE = ReleaseState.HOLDING, ReleaseState.WHOLE, ReleaseState.COMMITTED, ReleaseState.DONE
+#: ``commit`` and ``finish``: the release state each moves to from each (else it stays).
+_ON_COMMIT = {_HOLDING: _COMMITTED, _WHOLE: _DONE}
+_ON_FINISH = {_HOLDING: _WHOLE, _COMMITTED: _DONE}
 #: Held bytes (before content) replayed byte for byte; past this, held heartbeats are dropped.
 HOLD_VERBATIM_BYTES = 16 * 1024
 #: A 2xx JSON body on a streaming request is held up to this size to tell an error object from a
@@ -68,10 +74,8 @@ class Attempt:
     __slots__ = (
         "capture",
         "clock",
-        "committed",
         "completion",
         "decoder",
-        "done",
         "emit",
         "ended",
         "enforce",
@@ -84,6 +88,7 @@ class Attempt:
         "index",
         "inject",
         "lane",
+        "mode",
         "observed",
         "policy",
         "prefix",
@@ -91,12 +96,12 @@ class Attempt:
         "probe",
         "probe_bytes",
         "record",
+        "release_state",
         "released",
         "report",
         "request_start",
         "shaped",
         "socket_timeout_ours",
-        "streaming",
     )
 
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
@@ -114,13 +119,14 @@ class Attempt:
         self.policy = policy
         self.enforce = enforce
         self.framer: Framer = SSEFramer(profile, policy.max_frame_bytes, policy.max_partial_bytes)
-        self.streaming = streaming  # judged as a stream (SSE) rather than an opaque body
+        #: How the body is read (:class:`~.state.BodyMode`; moved by :meth:`become` only).
+        self.mode = _SCANNED if streaming else _OPAQUE
         self.decoder: Decoder | None = None
         self.held: list[bytes] = []
         self.held_decoded: list[bytes] = []
         self.held_bytes = 0
-        self.committed = False  # content was released to the caller
-        self.done = False  # an end frame arrived (or the reply's stop reason, at a close or EOF)
+        #: What was released (:class:`~.state.ReleaseState`; moved by :meth:`commit` and :meth:`finish` only).
+        self.release_state = _HOLDING
         self.ended = False
         self.completion: Completion | None = None
         self.prefix: list[bytes] = []  # released bytes (references), up to max_prefix_bytes
@@ -136,7 +142,7 @@ class Attempt:
         self.error: Failure | None = None  # an in-band error frame arrived
         #: A 2xx JSON body on a streaming request, kept (held, unless in shadow mode) until it is
         #: whole or past JSON_PROBE_BYTES: an error object is an in-band provider error.
-        self.probe: list[bytes] | None = None
+        self.probe: list[bytes] = []
         self.probe_bytes = 0
         self.shaped: bool | None = None  # the probed body's first key: an error's (True), a reply's (False)
         self.observed: Failure | None = None  # shadow mode: what would have ended the attempt
@@ -147,6 +153,36 @@ class Attempt:
         self.expired: Terminal | None = None
 
     # -- what the attempt is --------------------------------------------------------------------
+
+    @property
+    def streaming(self) -> bool:
+        """The body is judged as a stream (:attr:`mode` SCANNED) rather than as an opaque body."""
+        return self.mode is _SCANNED
+
+    @property
+    def committed(self) -> bool:
+        """Content was released to the caller: a failure is a truncation (:attr:`release_state`)."""
+        return self.release_state is _COMMITTED or self.release_state is _DONE
+
+    @property
+    def done(self) -> bool:
+        """The reply is whole: an end frame arrived, or the reply's stop reason at a close or the
+        body's end, or the end of a body whose end is the reply's (:attr:`release_state`)."""
+        return self.release_state is _WHOLE or self.release_state is _DONE
+
+    def become(self, mode: BodyMode) -> None:
+        """Read the body as ``mode`` from now on: a move of :data:`~.state.BODY_MODES`, else
+        :class:`~.errors.IllegalInput`. The only writer of :attr:`mode` after ``__init__``."""
+        if mode is not self.mode:
+            if mode not in BODY_MODES[self.mode]:
+                raise E.IllegalInput(f"(a body mode move to {mode.value})", self.mode.value)
+            self.mode = mode
+
+    def _released_as(self, release: ReleaseState) -> None:
+        if release is not self.release_state:
+            if release not in RELEASES[self.release_state]:  # (the maps above keep to the table: never taken)
+                raise E.IllegalInput(f"(a release move to {release.value})", self.release_state.value)
+            self.release_state = release
 
     def set_framer(self, framer: Framer) -> None:
         """The response's framer (the steady lane admits reads through an SSE framer's scanner)."""
@@ -173,8 +209,9 @@ class Attempt:
         return True
 
     def finish(self, completion: Completion) -> None:
-        """The reply is whole (``completion`` says how that was known)."""
-        self.done = True
+        """The reply is whole (``completion`` says how that was known): HOLDING -> WHOLE,
+        COMMITTED -> DONE."""
+        self._released_as(_ON_FINISH.get(self.release_state, self.release_state))
         self.completion = completion
 
     def absorb_lane(self) -> None:
@@ -315,7 +352,7 @@ class Attempt:
         a reply). Answers True when the body is held (the caller gets the response at its first
         content), False when the response goes to the caller now."""
         if content_type.startswith(_SSE) or content_type.startswith(_EVENTSTREAM):
-            self.streaming = True  # a non-streaming request's stream (found late) keeps its raw bound
+            self.become(_SCANNED)  # a non-streaming request's stream (found late) keeps its raw bound
             framer = framer_for(profile, self.policy.max_frame_bytes, content_type, self.policy.max_partial_bytes,
                                 unfed=self.framer)  # the default one, when it is the one asked for
             if framer is not self.framer:
@@ -324,12 +361,12 @@ class Attempt:
                 try:
                     self.decoder = decoder_for(encoding)
                 except UnsupportedEncoding:
-                    self.streaming = False  # cannot be read: released as it comes, raw clock only
+                    self.become(_OPAQUE)  # cannot be read: released as it comes, raw clock only
         elif self.streaming:
-            self.streaming = False
+            probing = "json" in content_type and (encoding is None or encoding == "identity")
+            self.become(_PROBING if probing else _OPAQUE)
             self.clock.opaque(self.policy)
-            if "json" in content_type and (encoding is None or encoding == "identity"):
-                self.probe = []
+            if probing:
                 if self.enforce:
                     return True
         if self.streaming and self.decoder is None:
@@ -412,10 +449,11 @@ class Attempt:
         return data
 
     def commit(self) -> None:
-        """Content goes to the caller from now on: failures are truncations. The only writer of
-        :attr:`committed` (``tests/test_engine.py`` checks it): a stream's first content, an
-        opaque body's first read, a probed JSON body told a reply, a body left unjudged."""
-        self.committed = True
+        """Content goes to the caller from now on: failures are truncations (HOLDING -> COMMITTED,
+        WHOLE -> DONE). With :meth:`finish`, the only mover of :attr:`release_state` (``tests/
+        test_engine.py`` checks it): a stream's first content, an opaque body's first read, a
+        probed JSON body told a reply, a body left unjudged."""
+        self._released_as(_ON_COMMIT.get(self.release_state, self.release_state))
         self.framer.hold(False)  # (a body that is not held never turned the framer's hold on)
 
     def take_held(self) -> bytes:
@@ -469,7 +507,7 @@ class Attempt:
 
     def opaque_read(self, chunk: bytes) -> bytes:
         """A read of a body that is not judged as a stream: probed, or released as it arrives."""
-        if self.probe is not None:
+        if self.mode is _PROBING:
             return self.probe_read(chunk)
         self.commit()
         return self.release(chunk, chunk)
@@ -482,7 +520,9 @@ class Attempt:
         receives."""
         if self.observed is None:
             self.observed = Failure(FailureKind.MALFORMED, self.clock.phase, self.committed)
-        self.streaming = False
+        self.become(_UNJUDGED)
+        self.probe.clear()
+        self.probe_bytes = 0
         self.decoder = None
         self.commit()
         return self.release(chunk, chunk)
@@ -495,18 +535,18 @@ class Attempt:
         from then on as it comes; an error-shaped body is kept until whole (:meth:`probed` judges
         it at the end), or past :data:`JSON_PROBE_BYTES` released as the reply it then is."""
         probe = self.probe
-        assert probe is not None
         probe.append(chunk)
         self.probe_bytes += len(chunk)
         shaped = self.shaped
         if shaped is None:
             shaped = self.shaped = json_error_shaped(b"".join(probe)[:512])
         if shaped is False or self.probe_bytes > JSON_PROBE_BYTES:
-            self.probe = None
+            self.become(_OPAQUE)
+            body = b"".join(probe)
+            probe.clear()
             self.probe_bytes = 0
             self.commit()
             if self.enforce:
-                body = b"".join(probe)
                 return self.release(body, body)
             return self.release(chunk, chunk)
         if self.enforce:
@@ -518,11 +558,10 @@ class Attempt:
         """The probed JSON body is whole: ``(error type, b"")`` when it is an error object (the
         engine judges it as the in-band provider error it is), else ``(None, the bytes to
         release now)`` (in shadow mode the reply already was: ``b""``)."""
-        probe = self.probe
-        assert probe is not None
-        self.probe = None
+        self.become(_OPAQUE)
+        body = b"".join(self.probe)
+        self.probe.clear()
         self.probe_bytes = 0
-        body = b"".join(probe)
         error_type = json_error_type(body)
         if error_type is not None:
             return error_type, b""

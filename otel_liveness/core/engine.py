@@ -75,7 +75,7 @@ from .retry import (
     failure_kind,
     verdict_outcome,
 )
-from .state import INPUTS, TRANSITIONS, State
+from .state import INPUTS, TRANSITIONS, BodyMode, State
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
 
@@ -309,7 +309,7 @@ class Engine:
                 return judged
             release = judged
         if not attempt.streaming:
-            if attempt.probe is not None:
+            if attempt.mode is BodyMode.PROBING:
                 error_type, release = attempt.probed()
                 if error_type is not None:
                     return self._failed(now, attempt.probe_error(now, error_type), at_eof=True)
@@ -358,10 +358,10 @@ class Engine:
         failure_kind = FailureKind.CONNECT_ERROR if kind is IOFailure.CONNECT else FailureKind.READ_ERROR
         attempt.capture_item(now, failure_kind.value)
         responded = self.state is _RESPONDED
-        if not attempt.streaming and attempt.probe is not None and not responded:
+        if not attempt.streaming and attempt.mode is BodyMode.PROBING and not responded:
             attempt.commit()  # a JSON body held to be judged: it breaks as an opaque body does
         failure = Failure(failure_kind, attempt.clock.phase, attempt.committed)
-        if not attempt.streaming and (responded or attempt.probe is not None):
+        if not attempt.streaming and (responded or attempt.mode is BodyMode.PROBING):
             # An opaque body (JSON) breaks as it would without the transport.
             self._conclude_failure(now, failure)
             return Reraise(exc)
