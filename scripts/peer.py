@@ -40,7 +40,8 @@ DOC = ROOT / "docs" / "compatibility.md"
 #: longer than the test expects is a difference to see, not a hung run.
 TEST_TIMEOUT = 120
 BUILD_INPUTS = ["pyproject.toml", "setup.py",
-                *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "otel_liveness/core").glob("*.c"))]
+                *sorted(str(p.relative_to(ROOT)) for d in ("core", "transport")
+                        for p in (ROOT / "otel_liveness" / d).glob("*.[ch]"))]
 
 
 @dataclass(frozen=True)

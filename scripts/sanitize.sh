@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The C extensions (otel_liveness/core/_bulk.c, _lane.c) under AddressSanitizer and
-# UndefinedBehaviorSanitizer: `make sanitize`.
+# The C extensions (otel_liveness/core/_bulk.c, _lane.c, otel_liveness/transport/_reader.c) under
+# AddressSanitizer and UndefinedBehaviorSanitizer: `make sanitize`.
 #
 #   scripts/sanitize.sh PYTHON
 #
-# 1. Builds both extensions with -fsanitize=address,undefined into build/sanitize/<hash>/, never
-#    touching the in-place build the test suite imports. <hash> covers the C sources, the flags,
-#    the compiler and the Python version: a repeat run with nothing changed does not rebuild.
+# 1. Builds the extensions with -fsanitize=address,undefined into build/sanitize/<hash>/, never
+#    touching the in-place build the test suite imports. <hash> covers the C sources and the
+#    headers they share, the flags, the compiler and the Python version: a repeat run with nothing
+#    changed does not rebuild.
 # 2. Copies the package, the tests and the fuzz harness next to them (a fresh copy every run, so
 #    the Python side is always the current one) and runs, in that copy, with the sanitizer runtime
 #    preloaded into the interpreter:
@@ -46,7 +47,9 @@ if [ ! -e "$LIBASAN" ] || [ ! -e "$LIBSTDCXX" ]; then
 fi
 INCLUDE=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 SUFFIX=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-HASH=$( { cat "$ROOT"/otel_liveness/core/_bulk.c "$ROOT"/otel_liveness/core/_lane.c; echo "$FLAGS";
+# package/module: the extensions, each built from otel_liveness/<package>/<module>.c
+EXTS="core/_bulk core/_lane transport/_reader"
+HASH=$( { for ext in $EXTS; do cat "$ROOT/otel_liveness/$ext.c"; done; cat "$ROOT"/otel_liveness/core/*.h; echo "$FLAGS";
           "$CC" --version | head -1; "$PYTHON" -VV; } | sha256sum | cut -c1-16)
 BASE=${SANITIZE_DIR:-$ROOT/build/sanitize}
 OUT=$BASE/$HASH
@@ -56,9 +59,9 @@ if [ -e "$OUT/.built" ]; then
 else
   echo "sanitize: building the extensions with ASan+UBSan into $OUT"
   rm -rf "$OUT"
-  mkdir -p "$OUT/lib"
-  for ext in _bulk _lane; do
-    "$CC" $FLAGS -I"$INCLUDE" "$ROOT/otel_liveness/core/$ext.c" -o "$OUT/lib/$ext$SUFFIX"
+  for ext in $EXTS; do
+    mkdir -p "$OUT/lib/$(dirname "$ext")"
+    "$CC" $FLAGS -I"$INCLUDE" "$ROOT/otel_liveness/$ext.c" -o "$OUT/lib/$ext$SUFFIX"
   done
   touch "$OUT/.built"
 fi
@@ -71,7 +74,9 @@ rm -rf "$TREE"
 mkdir -p "$TREE"
 cp -r "$ROOT/otel_liveness" "$ROOT/tests" "$ROOT/fuzz" "$ROOT/pyproject.toml" "$TREE/"
 find "$TREE" \( -name '*.so' -o -name __pycache__ \) -prune -exec rm -rf {} +
-cp "$OUT"/lib/*"$SUFFIX" "$TREE/otel_liveness/core/"
+for ext in $EXTS; do
+  cp "$OUT/lib/$ext$SUFFIX" "$TREE/otel_liveness/$ext$SUFFIX"
+done
 
 LOG=$OUT/run.log
 : >"$LOG"
@@ -95,11 +100,13 @@ status=0
 run "$PYTHON" -c "
 import sys
 from otel_liveness.core import _bulk, _lane, bulk, lane
-for m in (_bulk, _lane):
+from otel_liveness.transport import _reader
+from otel_liveness.transport._backends import SyncBackend
+for m in (_bulk, _lane, _reader):
     assert m.__file__.startswith(sys.argv[1]), m.__file__
     assert b'__asan_' in open(m.__file__, 'rb').read(), m.__file__ + ' is not instrumented'
-assert bulk.NATIVE and lane.NATIVE
-print('sanitize: importing', _bulk.__file__, 'and', _lane.__file__)
+assert bulk.NATIVE and lane.NATIVE and SyncBackend.steady_reader is _reader.Reader
+print('sanitize: importing', _bulk.__file__, _lane.__file__, 'and', _reader.__file__)
 " "$TREE/" || status=1
 if [ $status -eq 0 ]; then
   echo "sanitize: the C-vs-reference property tests, the engine's tests"

@@ -1,6 +1,6 @@
-"""The sync body's steady reads in C (``_lane.Reader``): the same bytes, report and errors as the
-body's own Python loop, the protocol between the reader and the body, and a dropped reader
-closing its body at once."""
+"""The sync body's steady reads in C (``transport._reader.Reader``, stepping the C lane through its
+capsule): the same bytes, report and errors as the body's own Python loop, the protocol between the
+reader and the body, and a dropped reader closing its body at once."""
 
 from __future__ import annotations
 
@@ -259,7 +259,7 @@ def test_given_time_monotonic_the_reader_reads_the_same_clock_in_c() -> None:
 
 
 def test_a_fake_monotonic_installed_before_import_is_called_not_bypassed() -> None:
-    # A Python function put in time.monotonic's place before the C lane is imported (a fake clock)
+    # A Python function put in time.monotonic's place before the C reader is imported (a fake clock)
     # must be called: the reader reads CLOCK_MONOTONIC itself only for the builtin.
     import subprocess
     import sys
@@ -268,6 +268,7 @@ def test_a_fake_monotonic_installed_before_import_is_called_not_bypassed() -> No
 import time
 time.monotonic = lambda: 42.0
 from otel_liveness.core import _lane
+from otel_liveness.transport import _reader
 from otel_liveness.core.providers import PREFIX, profile_for
 lane = _lane.Lane(profile_for("anthropic").semantic_keys, PREFIX, 1 << 20, [])
 lane.open(100.0, 10.0, 1000.0, 0.0, 0)
@@ -277,9 +278,48 @@ def body():
     yield STEADY
 D = (b'event: content_block_delta\\ndata: {"type":"content_block_delta","index":0,'
      b'"delta":{"type":"text_delta","text":"t"}}\\n\\n')
-out = list(_lane.Reader(lane, iter([D]), time.monotonic, body(), STEADY))
+out = list(_reader.Reader(lane, iter([D]), time.monotonic, body(), STEADY))
 print(len(out), lane.last)
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["2", "42.0"]
+
+
+def test_the_reader_steps_the_lane_through_its_capsule_which_checks_the_lane() -> None:
+    # The reader calls the lane's step() from C (core/lane_api.h): the lane is checked as step()
+    # checks it, so one whose __init__ never ran is an error thrown into the body, not a crash.
+    from otel_liveness.core import _lane
+
+    assert type(_lane._C_API).__name__ == "PyCapsule"  # type: ignore[attr-defined]
+    log: list[Any] = []
+    lane = SyncBackend.steady_lane.__new__(SyncBackend.steady_lane)
+    reader = SyncBackend.steady_reader(lane, iter([DELTA]), lambda: 1.0, _body(log, outputs=iter(())), STEADY)
+    assert list(reader) == [b"first", b"after-error"]
+    assert log == [("thrown", "RuntimeError", "Lane.__init__() was not called")]
+
+
+def test_without_the_c_lane_the_reader_does_not_import_and_the_body_runs_its_own_loop() -> None:
+    # The reader is built beside the C lane and needs its capsule: a machine where the lane did not
+    # build (or is blocked here) gets an ImportError naming the capsule, and no reader.
+    import subprocess
+    import sys
+
+    code = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "otel_liveness.core._lane":
+            raise ModuleNotFoundError("blocked " + name, name=name)
+sys.meta_path.insert(0, Block())
+from otel_liveness.core import lane
+from otel_liveness.transport._backends import SyncBackend
+try:
+    import otel_liveness.transport._reader
+except ImportError as exc:
+    print(type(exc).__name__, "_lane._C_API" in str(exc))
+print(lane.NATIVE, SyncBackend.steady_reader, SyncBackend.steady_lane)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["ImportError", "True", "False", "None", "None"]

@@ -1,7 +1,6 @@
-"""Type stub of the C steady lane (``_lane.c``): the same interface as ``lane.PyLane``, and the
-sync driver's ``Reader``."""
+"""Type stub of the C steady lane (``_lane.c``): the same interface as ``lane.PyLane``. (The sync
+driver's reader, which steps it from C, is the transport's: ``otel_liveness.transport._reader``.)"""
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
 class Lane:
@@ -16,15 +15,3 @@ class Lane:
     def open(self, horizon: float, step: float, wall: float, last: float, room: int, /) -> None: ...
     def close(self) -> None: ...
     def take(self) -> tuple[int, int, float, float, int, int]: ...
-
-class Reader:
-    """A sync body's steady reads in C: while ``body`` has yielded ``steady``, each read of
-    ``iterator`` is timed by ``clock()`` and stepped through ``lane``; an admitted read is returned,
-    the first other one is sent into ``body`` as ``(now, chunk)`` (the end as ``None``, an exception
-    thrown in), and what ``body`` yields next is returned."""
-
-    def __init__(self, lane: Lane, iterator: Iterator[bytes], clock: Callable[[], float], body: Iterator[Any],
-                 steady: object) -> None: ...
-    def __iter__(self) -> Reader: ...
-    def __next__(self) -> bytes: ...
-    def close(self) -> None: ...

@@ -12,24 +12,25 @@ __all__ = ["AsyncBackend", "SyncBackend"]
 
 
 def _native_reader() -> tuple[Any, Any]:
-    """The C lane's ``Reader`` and the lane class it drives, where built (and not
-    ``OTEL_LIVENESS_PURE=1``): ``(None, None)`` otherwise."""
-    from ..core.bulk import PURE
+    """The sync reader in C (``_reader.Reader``, this layer's: it reads the clock and the body's
+    iterator) and the lane class it steps, where both are built and the core uses the C lane (not
+    ``OTEL_LIVENESS_PURE=1``): ``(None, None)`` otherwise -- the body's own loop."""
+    from ..core import lane
 
-    if PURE:
+    if not lane.NATIVE:  # OTEL_LIVENESS_PURE=1, or no compiler at install time
         return None, None
     try:
-        from ..core._lane import Lane, Reader
-    except ImportError:  # no compiler at install time
+        from ._reader import Reader
+    except ImportError:  # not built (no compiler), or built against another C lane (lane_api.h)
         return None, None
-    return Reader, Lane
+    return Reader, lane.Lane
 
 
 class AsyncBackend:
     """asyncio and trio, through anyio."""
 
     now = staticmethod(time.monotonic)  # the builtin itself: it is called on every read
-    #: A reader that makes a body's steady reads itself (``_lane.Reader``: sync only, an async
+    #: A reader that makes a body's steady reads itself (``_reader.Reader``: sync only, an async
     #: body awaits each read), and the lane class it drives; None: the body's own loop.
     steady_reader: Any = None
     steady_lane: Any = None
