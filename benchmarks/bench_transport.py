@@ -453,8 +453,8 @@ def print_whole_only(args: argparse.Namespace, whole: dict[int, dict[str, Any]],
     if args.json:
         print(json.dumps({"events": args.events, "ping_every": args.ping_every, "batches": whole}))
         return 0
-    print(f"{args.events} events, a ping after every {args.ping_every or 'no'} delta"
-          f"{'s' if args.ping_every != 1 else ''}; whole-stream pairs: {args.raw_rounds} (raw bytes, floor), "
+    pings = f"a ping after every {args.ping_every} deltas" if args.ping_every > 0 else "no pings"
+    print(f"{args.events} events, {pings}; whole-stream pairs: {args.raw_rounds} (raw bytes, floor), "
           f"{args.sdk_rounds} (SDK), in {max(args.processes, 1)} client processes, pooled; "
           f"load average {os.getloadavg()[0]:.1f} at the end")
     for batch in batches:
