@@ -528,7 +528,7 @@ def _pinged_chunks(seed: int, every: int) -> list[bytes]:
     return chunks
 
 
-def _stream_events(chunks: list[bytes], policy: Policy) -> tuple[bytes, dict[str, Any], list[Any]]:
+def _stream_events(chunks: list[bytes], policy: Policy, hooks: tuple[Any, ...] = ()) -> tuple[bytes, dict[str, Any], list[Any]]:
     class Body(httpx2.SyncByteStream):
         def __iter__(self) -> Any:
             return iter(chunks)
@@ -538,7 +538,7 @@ def _stream_events(chunks: list[bytes], policy: Policy) -> tuple[bytes, dict[str
 
     events: list[Any] = []
     body = b""
-    transport = otel_liveness.wrap(httpx2.MockTransport(handler), policy, hooks=[events.append])
+    transport = otel_liveness.wrap(httpx2.MockTransport(handler), policy, hooks=[events.append, *hooks])
     with httpx2.Client(transport=transport) as client:
         with client.stream("POST", "https://api.anthropic.com/v1/messages", json={"stream": True}) as response:
             for chunk in response.iter_raw():
@@ -638,3 +638,26 @@ def test_c_lane_with_a_beating_scanner_equals_the_reference(cuts: list[int], ops
         assert (a.reads, a.frames, a.horizon, a.room, a.last, a.heartbeats, a.since) == (
             b.reads, b.frames, b.horizon, b.room, b.last, b.heartbeats, b.since)
         assert (sa.buffered, sa.journal(), ka) == (sb.buffered, sb.journal(), kb)
+
+
+@pytest.mark.parametrize("every", [3, 50])
+def test_pings_inside_runs_give_the_same_span_events_and_metrics_on_the_lane(monkeypatch: pytest.MonkeyPatch,
+                                                                             every: int) -> None:
+    from otel_liveness.telemetry import semconv as S
+
+    from .test_telemetry import Telemetry
+
+    chunks = _pinged_chunks(2, every)
+    seen = {}
+    for name, impl in IMPLS.items():
+        monkeypatch.setattr(engine, "Lane", impl)
+        tel = Telemetry()
+        _stream_events(chunks, Policy(), hooks=(tel.hook,))
+        (span,) = tel.attempts()
+        beats = [e for e in span.events if e.name == S.EVENT_HEARTBEAT]
+        stamps = [e.timestamp for e in beats]
+        assert stamps == sorted(stamps) and all(span.start_time <= t <= span.end_time for t in stamps)
+        points = [point.value for _, point in tel.points(S.M_HEARTBEATS[0])]
+        seen[name] = ([dict(e.attributes) for e in beats], points)
+    assert seen["native"] == seen["python"] == seen["general"]
+    assert len(seen["general"][0]) > 0 and seen["general"][1] == [300 // every]
