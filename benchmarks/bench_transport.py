@@ -44,7 +44,11 @@ must not grow with the stream length (they are bounded by ``max_prefix_bytes`` +
 Exits non-zero when a checked target is missed. ::
 
     python -m benchmarks.bench_transport [--events 20000] [--batch 1,64] [--rounds 11] [--raw-rounds 41]
-        [--sdk-rounds 21] [--memory-mb 100] [--prompt-mb 4] [--json]
+        [--sdk-rounds 21] [--memory-mb 100] [--prompt-mb 4] [--ping-every 0] [--whole-only] [--json]
+
+``--ping-every N`` puts an Anthropic heartbeat (``event: ping``) after every N-th delta, inside the
+run of deltas (what a provider sends while a reply streams; 0, the default, none);
+``--whole-only`` measures the whole-stream pairs alone.
 """
 
 from __future__ import annotations
@@ -71,9 +75,14 @@ import sys, time
 from otel_liveness.testing import SimulatedProvider, steps as s, sse_event
 from otel_liveness.testing.scripts import anthropic_reply
 events, batches, mem_mb, chars = int(sys.argv[1]), [int(b) for b in sys.argv[2].split(",")], int(sys.argv[3]), int(sys.argv[4])
+ping_every = int(sys.argv[5])
 prose = "The quick brown fox jumps over the lazy dog, then naps. "
 reply = anthropic_reply((prose * (chars * events // len(prose) + 1))[:chars * (events - 6)], deltas=events - 6)
 raws = [x.data for x in reply if isinstance(x, s.Raw)]
+if ping_every > 0:  # Anthropic's heartbeat inside the run of deltas, after every ping_every-th delta
+    ping = sse_event("ping", {"type": "ping"})
+    head, deltas, tail = raws[:2], raws[2:-3], raws[-3:]
+    raws = head + [x for i, d in enumerate(deltas, 1) for x in ((d, ping) if i % ping_every == 0 else (d,))] + tail
 delta = sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
                   "delta": {"type": "text_delta", "text": "m" * 4000}})
 big = [raws[0], raws[1]] + [delta] * (mem_mb * 1024 * 1024 // len(delta)) + raws[-3:]
@@ -98,9 +107,10 @@ with SimulatedProvider({}) as p:
 LARGE_REQUEST_TARGET = 2.5
 
 
-def start_server(events: int, batches: list[int], mem_mb: int, delta_chars: int = 1) -> tuple[subprocess.Popen[str], str]:
+def start_server(events: int, batches: list[int], mem_mb: int, delta_chars: int = 1,
+                 ping_every: int = 0) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-c", SERVER, str(events), ",".join(map(str, batches)), str(mem_mb),
-                             str(delta_chars)],
+                             str(delta_chars), str(ping_every)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     port = int(proc.stdout.readline())
@@ -438,6 +448,24 @@ def overhead(url: str, plain_http: httpx2.Client, wrapped_http: httpx2.Client, p
             "floor_us_per_read": (floor["wrapped_s"] - floor["plain_s"]) / reads * 1e6}
 
 
+def print_whole_only(args: argparse.Namespace, whole: dict[int, dict[str, Any]], batches: list[int]) -> int:
+    """``--whole-only``: the whole-stream pairs alone (raw bytes, the memchr floor, SDK), as JSON or lines."""
+    if args.json:
+        print(json.dumps({"events": args.events, "ping_every": args.ping_every, "batches": whole}))
+        return 0
+    pings = f"a ping after every {args.ping_every} deltas" if args.ping_every > 0 else "no pings"
+    print(f"{args.events} events, {pings}; whole-stream pairs: {args.raw_rounds} (raw bytes, floor), "
+          f"{args.sdk_rounds} (SDK), in {max(args.processes, 1)} client processes, pooled; "
+          f"load average {os.getloadavg()[0]:.1f} at the end")
+    for batch in batches:
+        for label, key in (("raw bytes path", "raw"), ("memchr floor", "floor"), ("anthropic SDK path", "sdk")):
+            w = whole[batch][key]
+            print(f"  {batch:>2} event{'s' if batch != 1 else ' '} per read, {label}: CPU {w['ratio_median']:.3f} "
+                  f"[{w['ratio_min']:.2f} -- {w['ratio_max']:.2f}]; each process: "
+                  + " / ".join(f"{m:.3f}" for m in w["per_process"]))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20_000)
@@ -454,6 +482,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="characters of text in each delta (1: the figure of record, as measured since the "
                              "first round; a model's deltas run to tens of characters, which the scan and journal "
                              "pay per byte: say 24 to see it)")
+    parser.add_argument("--ping-every", type=int, default=0,
+                        help="an Anthropic heartbeat (event: ping) after every N-th delta, inside the run of deltas "
+                             "(0: none, the figure of record; 50 is dense, 1000 about what a provider sends)")
+    parser.add_argument("--whole-only", action="store_true",
+                        help="measure only the whole-stream pairs (the figures of record), nothing else")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--pure-lane", action="store_true",
                         help="use the pure-Python steady lane and bulk scanner (what an install without a C compiler runs)")
@@ -473,11 +506,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps({b: whole_streams(f"{args.child}/s/bench{b}", args.raw_rounds, args.sdk_rounds) for b in batches}))
         return 0
-    proc, server = start_server(args.events, batches, args.memory_mb, args.delta_chars)
+    proc, server = start_server(args.events, batches, args.memory_mb, args.delta_chars, args.ping_every)
     per_batch: dict[int, dict[str, Any]] = {}
     try:
         whole = pooled_whole_streams(server, batches, max(args.processes, 1), args.raw_rounds, args.sdk_rounds,
                                      args.pure_lane)
+        if args.whole_only:
+            return print_whole_only(args, whole, batches)
         policy = otel_liveness.Policy()
         plain_http = httpx2.Client(timeout=60)
         wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)

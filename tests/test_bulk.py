@@ -756,3 +756,90 @@ def test_what_the_frame_bound_measures(cls: Any) -> None:
         assert verdict(chunks, 20) == "too large" and verdict(chunks, 21) == "ok"
     crlf = block.replace(b"data", b"da\r\nta") + b"\r\n\r\n"  # CRLF counts as one byte
     assert verdict([crlf], 17) == verdict([crlf[:5], crlf[5:]], 17) == "ok"
+
+
+# -- heartbeats inside runs of content (beating: the attempt's scanner) ---------------------------
+
+
+def test_a_beating_scanner_admits_pings_among_content_and_counts_them() -> None:
+    for cls in {bulk.Scanner, PyScanner}:
+        scanner, _ = make(cls)
+        scanner.feed(START + TEXT0)
+        assert scanner.admit(delta("a") + PING) == -1  # not beating: the general path's
+        scanner.beating = True
+        assert scanner.admit(delta("a") + PING) == 2 and (scanner.beats, scanner.trailing) == (1, 1)
+        assert scanner.admit(PING + delta("b") + PING + delta("c")) == 4 and (scanner.beats, scanner.trailing) == (2, 0)
+        assert scanner.admit(PING) == -1 and scanner.admit(PING + PING) == -1  # no content: declined
+        assert scanner.admit(delta("d") + MDELTA) == -1  # a fact-bearing frame: the general path's
+        assert scanner.admit(delta("e")) == 1 and (scanner.beats, scanner.trailing) == (0, 0)
+        assert scanner.admit(delta("f") + b": keep-alive\n\n") == -1  # a comment is not a fast heartbeat
+        assert scanner.admit(delta("g") + PING + delta("h")[:20]) == 2 and scanner.buffered == 20
+        assert scanner.admit(delta("h")[20:] + PING) == 2 and (scanner.beats, scanner.trailing) == (1, 1)
+        journal = scanner.journal()
+        plain, _ = make(cls)
+        plain.feed(START + TEXT0)
+        for text in "abcegh":
+            plain.feed(delta(text))
+        assert journal == plain.journal()  # the pings are not journaled
+
+
+def _beating_state(s: Any) -> tuple[Any, ...]:
+    return (*state(s), s.beats, s.trailing)
+
+
+_PINGED = st.lists(st.sampled_from([delta("a"), delta("bc"), delta('q"'), PING, PING, TEXT0, MDELTA, b": c\n\n"]),
+                   max_size=30)
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@settings(max_examples=400, deadline=None)
+@given(parts=_PINGED, cuts=st.lists(st.integers(0, 1 << 12), max_size=12), ops=_ops,
+       max_frame=st.sampled_from([40, 120, 1 << 20]), journal=st.sampled_from([-1, 0, 300, 1 << 20]))
+def test_c_beating_scanner_equals_the_reference(parts: list[bytes], cuts: list[int], ops: list[tuple[Any, ...]],
+                                                max_frame: int, journal: int) -> None:
+    data = START + b"".join(parts)
+    c, c_facts = make(bulk.Scanner, "anthropic", max_frame, journal)
+    py, py_facts = make(PyScanner, "anthropic", max_frame, journal)
+    c.beating = py.beating = True
+    pos = 0
+    for op in ops:
+        if op[0] in ("feed", "blocks", "admit"):
+            take = op[1] % 311
+            chunk, pos = data[pos : pos + take], pos + take
+            method = {"feed": "feed", "blocks": "feed_blocks", "admit": "admit"}[op[0]]
+            got_c, got_py = outcome(getattr(c, method), chunk), outcome(getattr(py, method), chunk)
+            assert got_c == got_py, (op, chunk)
+            if got_c[0] != "ok":
+                return
+        elif op[0] == "hold":
+            c.hold = [] if op[1] else None
+            py.hold = [] if op[1] else None
+        elif op[0] == "retract":
+            c.retract()
+            py.retract()
+        else:
+            got_c, got_py = outcome(c.close, complete_lines=op[1]), outcome(py.close, complete_lines=op[1])
+            assert got_c == got_py
+            if got_c[0] != "ok":
+                return
+        assert _beating_state(c) == _beating_state(py), op
+        assert c_facts.to_dict() == py_facts.to_dict()
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@settings(max_examples=300, deadline=None)
+@given(table=_tables(), cuts=st.lists(st.integers(0, 1 << 10), max_size=8),
+       how=st.lists(st.sampled_from(["feed", "admit", "blocks"]), min_size=1, max_size=10),
+       journal=st.sampled_from([-1, 1 << 20]))
+def test_c_and_reference_beating_key_the_fast_table_alike(table: tuple[int, list[tuple[bytes, str]], bytes],
+                                                          cuts: list[int], how: list[str], journal: int) -> None:
+    prefix, fast, data = table
+    c = _plain(bulk.Scanner, fast, journal=journal, prefix=prefix)
+    py = _plain(PyScanner, fast, journal=journal, prefix=prefix)
+    for s in (c, py):
+        s.feed(b"\n")
+        s.beating = True
+    for i, chunk in enumerate(split(data, cuts)):
+        method = {"feed": "feed", "admit": "admit", "blocks": "feed_blocks"}[how[i % len(how)]]
+        assert outcome(getattr(c, method), chunk) == outcome(getattr(py, method), chunk), (method, chunk)
+        assert _beating_state(c) == _beating_state(py)

@@ -4,6 +4,7 @@ report can see, and the general path takes over wherever a read is not exactly o
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import random
 from typing import Any
@@ -484,3 +485,179 @@ def test_an_error_of_the_scanner_called_in_c_propagates_from_step() -> None:
     assert len(seen) == 1 and "Scanner is busy" in str(seen[0])
     assert lane.take()[0] == 0
     assert lane.step(DELTA, 2.0) and lane.take()[0] == 1  # once the feed is over: admitted
+
+
+# -- heartbeats inside runs of deltas: on the lane, the same facts as the general path ---------------
+
+
+class BeatsSeen(PyLane):
+    """The reference lane, counting the heartbeats it admitted (to see the lane took them)."""
+
+    admitted = 0
+
+    def take_beats(self) -> list[tuple[float, int]]:
+        beats = super().take_beats()
+        BeatsSeen.admitted += sum(count for _, count in beats)
+        return beats
+
+
+def _pinged_chunks(seed: int, every: int) -> list[bytes]:
+    """A reply with a ping after every ``every``-th delta, in reads of 1 to 12 frames, some cut mid-frame."""
+    data = b"".join(x.data for x in anthropic_reply("abcdefghij" * 30, deltas=300) if isinstance(x, s.Raw))
+    frames = [f + b"\n\n" for f in data.split(b"\n\n")[:-1]]
+    pinged: list[bytes] = []
+    deltas = 0
+    for frame in frames:
+        pinged.append(frame)
+        if frame.startswith(b"event: content_block_delta"):
+            deltas += 1
+            if deltas % every == 0:
+                pinged.append(PING)
+    rng = random.Random(seed)
+    chunks: list[bytes] = []
+    i = 0
+    while i < len(pinged):
+        take = rng.choice([1, 2, 3, 5, 8, 12])
+        block = b"".join(pinged[i : i + take])
+        i += take
+        if rng.random() < 0.15:
+            cut = rng.randrange(1, len(block))
+            chunks += [block[:cut], block[cut:]]
+        else:
+            chunks.append(block)
+    return chunks
+
+
+def _stream_events(chunks: list[bytes], policy: Policy, hooks: tuple[Any, ...] = ()) -> tuple[bytes, dict[str, Any], list[Any]]:
+    class Body(httpx2.SyncByteStream):
+        def __iter__(self) -> Any:
+            return iter(chunks)
+
+    def handler(request: Any) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
+
+    events: list[Any] = []
+    body = b""
+    transport = otel_liveness.wrap(httpx2.MockTransport(handler), policy, hooks=[events.append, *hooks])
+    with httpx2.Client(transport=transport) as client:
+        with client.stream("POST", "https://api.anthropic.com/v1/messages", json={"stream": True}) as response:
+            for chunk in response.iter_raw():
+                body += chunk
+            report = response.extensions["liveness"]
+    return body, report, events
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("every", [1, 7, 50])
+def test_pings_inside_runs_give_the_same_facts_on_the_lane(monkeypatch: pytest.MonkeyPatch, seed: int,
+                                                           every: int) -> None:
+    chunks = _pinged_chunks(seed, every)
+    seen = {}
+    for name, impl in {**IMPLS, "counting": BeatsSeen}.items():
+        monkeypatch.setattr(engine, "Lane", impl)
+        body, report, events = _stream_events(chunks, Policy())
+        attempt = report["attempts"][0]
+        beats = [e for e in events if isinstance(e, otel_liveness.Heartbeats)]
+        assert all(0 <= a.at <= b.at for a, b in itertools.pairwise(beats))  # in order, each its read's time
+        kinds = [type(e).__name__ for e in events]
+        seen[name] = (body, report["stop_reason"], {k: attempt[k] for k in _COUNTS},
+                      [(e.attempt, e.count, e.total) for e in beats], kinds)
+    assert seen["native"] == seen["python"] == seen["general"] == seen["counting"]
+    assert seen["general"][2]["heartbeats"] == 300 // every and seen["general"][1] == "completed"
+    if every > 1:  # pings inside runs of deltas took the lane (a read of pings alone does not)
+        assert BeatsSeen.admitted > 0
+
+
+def test_a_lane_records_the_heartbeats_of_a_read_inside_a_run() -> None:
+    for lane_cls, scanner_cls in {(lane_mod.Lane, bulk.Scanner), (PyLane, bulk.PyScanner)}:
+        keep: list[bytes] = []
+        scanner = _scanner(scanner_cls)
+        scanner.feed(b"\n")
+        scanner.beating = True
+        lane = lane_cls(KEYS, PREFIX, 1 << 20, keep)
+        lane.attach(scanner)
+        lane.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
+        assert lane.step(DELTA + PING + DELTA, 1.0) and (lane.heartbeats, lane.since) == (1, 0)
+        assert not lane.step(PING, 1.2)  # a heartbeat alone: the semantic clock must not move
+        assert scanner.feed(PING)
+        assert lane.step(DELTA + PING + PING, 1.5) and (lane.heartbeats, lane.since) == (3, 2)
+        assert lane.step(DELTA * 3 + DELTA[:30], 1.7) and (lane.heartbeats, lane.since) == (3, 0)
+        nbytes = 6 * len(DELTA) + 3 * len(PING) + 30
+        assert lane.take() == (3, nbytes, 1.7, 1.0, (1 << 20) - nbytes, 9)
+        assert lane.take_beats() == [(1.0, 1), (1.5, 2)] and lane.heartbeats == 0 and lane.take_beats() == []
+
+
+_PINGED_STREAM = b"".join([DELTA] * 3 + [PING] + [DELTA] * 4 + [PING, PING] + [DELTA] * 2 + [PING] * 3 + [DELTA]
+                          + [b"event: message_stop\ndata: {}\n\n"] + [DELTA, PING] * 3)
+
+
+@pytest.mark.skipif(not (lane_mod.NATIVE and bulk.NATIVE), reason="the C lane or scanner is not built")
+@settings(max_examples=300, deadline=None)
+@given(cuts=st.lists(st.integers(0, len(_PINGED_STREAM)), max_size=20),
+       ops=st.lists(st.sampled_from(["step", "step", "step", "take", "beats", "open", "close"]), max_size=40),
+       room=st.integers(0, 2000), exact=st.booleans())
+def test_c_lane_with_a_beating_scanner_equals_the_reference(cuts: list[int], ops: list[str], room: int,
+                                                           exact: bool) -> None:
+    points = sorted(set(cuts))
+    chunks = [_PINGED_STREAM[a:b] for a, b in zip([0, *points], [*points, len(_PINGED_STREAM)], strict=True)]
+    lanes = []
+    # the C lane with the C scanner (called in C) or with the reference one (through its admit())
+    for lane_cls, scanner_cls in ((lane_mod.Lane, bulk.Scanner if exact else bulk.PyScanner), (PyLane, bulk.PyScanner)):
+        keep: list[bytes] = []
+        scanner = _scanner(scanner_cls)
+        scanner.feed(b"\n")
+        scanner.beating = True
+        lane = lane_cls(KEYS, PREFIX, 1 << 20, keep)
+        lane.attach(scanner)
+        lanes.append((lane, scanner, keep))
+    now = 0.0
+    for op in ops:
+        now += 0.5
+        answers = []
+        for lane, scanner, _ in lanes:
+            if op == "step":
+                chunk = chunks[0] if chunks else b""
+                admitted = lane.step(chunk, now)
+                if not admitted:
+                    scanner.feed(chunk)
+                answers.append(admitted)
+            elif op == "take":
+                answers.append(lane.take())
+            elif op == "beats":
+                answers.append(lane.take_beats())
+            elif op == "open":
+                lane.open(now + 3.0, 1.0, 50.0, now, room)
+                answers.append(None)
+            else:
+                lane.close()
+                answers.append(None)
+        if op == "step" and chunks:
+            chunks.pop(0)
+        assert answers[0] == answers[1], op
+        (a, sa, ka), (b, sb, kb) = lanes
+        assert (a.reads, a.frames, a.horizon, a.room, a.last, a.heartbeats, a.since) == (
+            b.reads, b.frames, b.horizon, b.room, b.last, b.heartbeats, b.since)
+        assert (sa.buffered, sa.journal(), ka) == (sb.buffered, sb.journal(), kb)
+
+
+@pytest.mark.parametrize("every", [3, 50])
+def test_pings_inside_runs_give_the_same_span_events_and_metrics_on_the_lane(monkeypatch: pytest.MonkeyPatch,
+                                                                             every: int) -> None:
+    from otel_liveness.telemetry import semconv as S
+
+    from .test_telemetry import Telemetry
+
+    chunks = _pinged_chunks(2, every)
+    seen = {}
+    for name, impl in IMPLS.items():
+        monkeypatch.setattr(engine, "Lane", impl)
+        tel = Telemetry()
+        _stream_events(chunks, Policy(), hooks=(tel.hook,))
+        (span,) = tel.attempts()
+        beats = [e for e in span.events if e.name == S.EVENT_HEARTBEAT]
+        stamps = [e.timestamp for e in beats]
+        assert stamps == sorted(stamps) and all(span.start_time <= t <= span.end_time for t in stamps)
+        points = [point.value for _, point in tel.points(S.M_HEARTBEATS[0])]
+        seen[name] = ([dict(e.attributes) for e in beats], points)
+    assert seen["native"] == seen["python"] == seen["general"]
+    assert len(seen["general"][0]) > 0 and seen["general"][1] == [300 // every]

@@ -121,6 +121,9 @@ typedef struct {
     Py_ssize_t delta_key;    /* the key that is the head of a content_block_delta, or -1 */
     int delta_fused;         /* it is, and its kind is semantic: admit() parses deltas in one pass */
     PyObject *heartbeat, *preamble, *semantic, *error; /* borrowed from roles */
+    char beating;            /* admit() takes heartbeat frames among semantic ones (its owner counts them) */
+    Py_ssize_t beats;        /* heartbeat frames of the last admitted read */
+    Py_ssize_t trailing;     /* ... of them, after its last semantic frame */
     PyObject *hold;          /* list, or NULL */
     Buf pend;                /* the block in progress, LF-normalised (or the start of a BOM) */
     Py_ssize_t journal_max;  /* < 0: no journal */
@@ -319,6 +322,8 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     self->max_frame = max_frame;
     self->prefix = prefix;
     self->journal_max = journal_max;
+    self->beating = 0;
+    self->beats = self->trailing = 0;
     self->jstate = JOURNAL_OPEN;
     self->pend.len = 0;
     self->journal.len = 0;
@@ -1339,7 +1344,7 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
     const uint32_t old_run_len = s->mark_run_len;
     mark(s);
     const int fused = s->delta_fused;
-    Py_ssize_t frames = 0, p = 0;
+    Py_ssize_t frames = 0, p = 0, beats = 0, trailing = 0, semantic = 0;
     for (;;) {
         while (p < n && d[p] == '\n')
             p++;
@@ -1358,9 +1363,23 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
             len = q - p;
             if (key == -2 || len < s->prefix)
                 key = fast_index(s, d + p, len);
-            if (key < 0 || s->kkind[key] != s->semantic || memchr(d + p, '\r', (size_t)len) != NULL)
+            if (key < 0 || memchr(d + p, '\r', (size_t)len) != NULL)
+                goto decline;
+            if (s->kkind[key] == s->heartbeat && s->beating) {
+                /* a heartbeat inside the run (a fast prefix says so): counted, never journaled */
+                if (len > s->max_frame && frame_size(d + p, len) > s->max_frame)
+                    goto decline;
+                beats++;
+                trailing++;
+                frames++;
+                p += len + 2;
+                continue;
+            }
+            if (s->kkind[key] != s->semantic)
                 goto decline;
         }
+        semantic++;
+        trailing = 0;
         if (len > s->max_frame && frame_size(d + p, len) > s->max_frame)
             goto decline;
         if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN) {
@@ -1395,12 +1414,14 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
         }
         goto decline;
     }
-    if (frames == 0 || (n - p) - (p < n && d[n - 1] == '\n') > s->max_frame)
+    if (semantic == 0 || (n - p) - (p < n && d[n - 1] == '\n') > s->max_frame)
         goto decline; /* (the frame in progress as the bound measures it: a final LF not counted) */
     s->pend.len = 0;
     if (buf_append(&s->pend, d + p, n - p) < 0)
         return -2;
     buf_trim(&s->pend);
+    s->beats = beats;
+    s->trailing = trailing;
     return frames;
 decline:
     frames = -1;
@@ -1445,20 +1466,30 @@ admit_frames(Scanner *self, PyObject *chunk)
     Py_ssize_t count = sc.count;
     Py_ssize_t size;
     int ok = count > 0 && within_bound(self, d, n, &sc, &size);
+    Py_ssize_t beats = 0, trailing = 0, semantic = 0;
     for (Py_ssize_t i = 0; ok && i < count; i++) {
         Span *sp = &sc.spans[i];
         if (sp->key == -2)
             sp->key = fast_index(self, span_bytes(self, d, sp), sp->len);
-        ok = sp->key >= 0 && self->kkind[sp->key] == self->semantic;
+        ok = sp->key >= 0 && (self->kkind[sp->key] == self->semantic
+                              || (self->beating && self->kkind[sp->key] == self->heartbeat));
+        if (ok && self->kkind[sp->key] == self->heartbeat) {
+            beats++;
+            trailing++;
+        }
+        else if (ok) {
+            semantic++;
+            trailing = 0;
+        }
     }
-    if (!ok) {
+    if (!ok || semantic == 0) {
         scan_free(&sc);
         return -1;
     }
     mark(self);
-    PyObject *kind = self->semantic;
     for (Py_ssize_t i = 0; i < count; i++) {
         Span *sp = &sc.spans[i];
+        PyObject *kind = self->kkind[sp->key];
         if (account(self, span_bytes(self, d, sp), sp->len, &kind, 1, sp->key, &sp->delta) < 0) {
             scan_free(&sc);
             return -2;
@@ -1466,7 +1497,11 @@ admit_frames(Scanner *self, PyObject *chunk)
     }
     int rc = keep_rest(self, d, n, &sc);
     scan_free(&sc);
-    return rc < 0 ? -2 : count;
+    if (rc < 0)
+        return -2;
+    self->beats = beats;
+    self->trailing = trailing;
+    return count;
 }
 
 /* The C entry point other extensions call (the steady lane, through the _C_API capsule): as
@@ -1480,6 +1515,14 @@ bulk_admit(PyObject *scanner, PyObject *chunk)
     Py_ssize_t frames = admit_frames(self, chunk);
     self->busy = 0;
     return frames;
+}
+
+/* Scanner.beats and Scanner.trailing, for the lane (bulk_api.h) */
+static void
+bulk_beats(PyObject *scanner, Py_ssize_t *beats, Py_ssize_t *trailing)
+{
+    *beats = ((Scanner *)scanner)->beats;
+    *trailing = ((Scanner *)scanner)->trailing;
 }
 
 static PyObject *
@@ -1694,6 +1737,11 @@ static PyGetSetDef Scanner_getset[] = {
 static PyMemberDef Scanner_members[] = {
     {"discarded", T_PYSSIZET, offsetof(Scanner, discarded), READONLY, "bytes of an unterminated final event"},
     {"max_frame_bytes", T_PYSSIZET, offsetof(Scanner, max_frame), READONLY, "the frame bound"},
+    {"beating", T_BOOL, offsetof(Scanner, beating), 0,
+     "admit() takes heartbeat frames among semantic ones (beats, trailing say how many)"},
+    {"beats", T_PYSSIZET, offsetof(Scanner, beats), READONLY, "heartbeat frames of the last admitted read"},
+    {"trailing", T_PYSSIZET, offsetof(Scanner, trailing), READONLY,
+     "heartbeat frames of the last admitted read after its last semantic frame"},
     {NULL},
 };
 
@@ -1942,7 +1990,7 @@ PyInit__bulk(void)
         return NULL;
     }
     /* for _lane.c: admit() called from C on an exact Scanner (see bulk_api.h) */
-    static BulkAPI api = {BULK_API_VERSION, &ScannerType, bulk_admit};
+    static BulkAPI api = {BULK_API_VERSION, &ScannerType, bulk_admit, bulk_beats};
     PyObject *capsule = PyCapsule_New(&api, BULK_API_CAPSULE, NULL);
     if (capsule == NULL || PyModule_AddObject(m, "_C_API", capsule) < 0) {
         Py_XDECREF(capsule);

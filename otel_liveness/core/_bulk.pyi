@@ -7,6 +7,9 @@ class Scanner:
     hold: list[bytes] | None
     discarded: int
     max_frame_bytes: int
+    beating: bool
+    beats: int
+    trailing: int
     def __init__(
         self,
         max_frame_bytes: int,

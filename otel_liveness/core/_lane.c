@@ -33,6 +33,9 @@ typedef struct {
     Py_ssize_t reads;
     Py_ssize_t frames;
     Py_ssize_t nbytes;
+    Py_ssize_t heartbeats; /* heartbeat frames of the reads recorded in beats */
+    Py_ssize_t since;      /* heartbeat frames after the last semantic frame of the last read */
+    PyObject *beats; /* list of (time, count): the admitted reads that held heartbeats */
     PyObject *keys; /* tuple of bytes */
     PyObject *keep; /* list */
     PyObject *scanner; /* a bulk scanner, or NULL */
@@ -64,6 +67,7 @@ Lane_traverse(Lane *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->keys);
     Py_VISIT(self->keep);
+    Py_VISIT(self->beats);
     Py_VISIT(self->scanner);
     Py_VISIT(self->admit);
     return 0;
@@ -74,6 +78,7 @@ Lane_clear(Lane *self)
 {
     Py_CLEAR(self->keys);
     Py_CLEAR(self->keep);
+    Py_CLEAR(self->beats);
     Py_CLEAR(self->scanner);
     Py_CLEAR(self->admit);
     self->admit_c = NULL;
@@ -116,6 +121,14 @@ Lane_init(Lane *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "prefix must be >= 1 and max_frame >= 0");
         return -1;
     }
+    PyObject *beats = PyList_New(0);
+    if (beats == NULL) {
+        Py_DECREF(tuple);
+        return -1;
+    }
+    Py_XSETREF(self->beats, beats);
+    self->heartbeats = 0;
+    self->since = 0;
     Py_XSETREF(self->keys, tuple);
     Py_INCREF(keep);
     Py_XSETREF(self->keep, keep);
@@ -157,7 +170,26 @@ whole_frame(const char *s, Py_ssize_t n, Py_ssize_t max_frame)
     return 1;
 }
 
-/* One read: 1 admitted (counted, kept), 0 not (nothing changed), -1 error. The lane is checked. */
+/* A scanner's count attribute (beats, trailing; 0 when it has none): 0, or -1 with an error set. */
+static int
+read_count(PyObject *scanner, const char *name, Py_ssize_t *out)
+{
+    PyObject *v = PyObject_GetAttrString(scanner, name);
+    if (v == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear(); /* a scanner that admits no heartbeats need not say so */
+        *out = 0;
+        return 0;
+    }
+    *out = PyLong_AsSsize_t(v);
+    Py_DECREF(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* One read: 1 admitted (counted, kept), 0 not (nothing changed), -1 error. The lane is checked.
+ * A read the scanner admits may hold heartbeats (pings inside a run of deltas, never alone):
+ * (now, count) goes into beats, for the attempt to count and announce (take_beats()). */
 static int
 lane_step(Lane *self, PyObject *chunk, double now)
 {
@@ -165,7 +197,7 @@ lane_step(Lane *self, PyObject *chunk, double now)
         return 0;
     const char *s = PyBytes_AS_STRING(chunk);
     Py_ssize_t n = PyBytes_GET_SIZE(chunk);
-    Py_ssize_t frames = 1;
+    Py_ssize_t frames = 1, beats = 0, trailing = 0;
     if (self->admit != NULL) {
         /* the scanner consumes the read only if it admits it; a failure below then ends the
            stream (the error propagates), so the order does not leave a half-counted read */
@@ -177,6 +209,8 @@ lane_step(Lane *self, PyObject *chunk, double now)
             self->busy = 1;
             frames = self->admit_c(scanner, chunk);
             self->busy = 0;
+            if (frames > 1)
+                bulk_api->beats(scanner, &beats, &trailing);
             Py_DECREF(scanner);
             if (frames == -2)
                 return -1;
@@ -193,6 +227,9 @@ lane_step(Lane *self, PyObject *chunk, double now)
             frames = PyLong_AsSsize_t(res);
             Py_DECREF(res);
             if (frames == -1 && PyErr_Occurred())
+                return -1;
+            if (frames > 1 && (read_count(self->scanner, "beats", &beats) < 0
+                               || read_count(self->scanner, "trailing", &trailing) < 0))
                 return -1;
         }
         if (frames < 0)
@@ -213,22 +250,34 @@ lane_step(Lane *self, PyObject *chunk, double now)
         if (!match)
             return 0;
     }
-    /* keep first: it is the only step that can fail, and a failed step changes nothing */
+    /* the heartbeats and the keep first: they are the only steps that can fail, and a failed
+       step changes nothing of the lane */
+    if (beats > 0) {
+        PyObject *beat = Py_BuildValue("(dn)", now, beats);
+        if (beat == NULL)
+            return -1;
+        int rc = PyList_Append(self->beats, beat);
+        Py_DECREF(beat);
+        if (rc < 0)
+            return -1;
+    }
     if (self->room >= n) {
         if (PyList_Append(self->keep, chunk) < 0)
-            return -1;
+            goto unbeat;
         self->room -= n;
     }
     else if (self->room > 0) {
         PyObject *part = PyBytes_FromStringAndSize(s, self->room);
         if (part == NULL)
-            return -1;
+            goto unbeat;
         int rc = PyList_Append(self->keep, part);
         Py_DECREF(part);
         if (rc < 0)
-            return -1;
+            goto unbeat;
         self->room = 0;
     }
+    self->heartbeats += beats;
+    self->since = trailing;
     self->reads += 1;
     self->frames += frames;
     self->nbytes += n;
@@ -239,6 +288,10 @@ lane_step(Lane *self, PyObject *chunk, double now)
     double horizon = now + self->step;
     self->horizon = horizon < self->wall ? horizon : self->wall;
     return 1;
+unbeat:
+    if (beats > 0)
+        (void)PyList_SetSlice(self->beats, PyList_GET_SIZE(self->beats) - 1, PyList_GET_SIZE(self->beats), NULL);
+    return -1;
 }
 
 static PyObject *
@@ -329,7 +382,24 @@ Lane_take(Lane *self, PyObject *Py_UNUSED(ignored))
     return out;
 }
 
+static PyObject *
+Lane_take_beats(Lane *self, PyObject *Py_UNUSED(ignored))
+{
+    if (check_lane(self) < 0)
+        return NULL;
+    PyObject *fresh = PyList_New(0);
+    if (fresh == NULL)
+        return NULL;
+    PyObject *out = self->beats;
+    self->beats = fresh;
+    self->heartbeats = 0;
+    return out;
+}
+
 static PyMemberDef Lane_members[] = {
+    {"heartbeats", T_PYSSIZET, offsetof(Lane, heartbeats), READONLY, "heartbeat frames of the reads in take_beats()"},
+    {"since", T_PYSSIZET, offsetof(Lane, since), READONLY,
+     "heartbeat frames after the last semantic frame of the last read"},
     {"reads", T_PYSSIZET, offsetof(Lane, reads), READONLY, "steady reads since the last take()"},
     {"frames", T_PYSSIZET, offsetof(Lane, frames), READONLY, "frames of those reads"},
     {"horizon", T_DOUBLE, offsetof(Lane, horizon), READONLY, "reads before this time need no decision"},
@@ -340,6 +410,8 @@ static PyMemberDef Lane_members[] = {
 
 static PyMethodDef Lane_methods[] = {
     {"step", (PyCFunction)(void (*)(void))Lane_step, METH_FASTCALL, "admit one read if it is steady"},
+    {"take_beats", (PyCFunction)Lane_take_beats, METH_NOARGS,
+     "the (time, count) of each admitted read that held heartbeats, since the last call"},
     {"open", (PyCFunction)Lane_open, METH_VARARGS, "open(horizon, step, wall, last, room)"},
     {"attach", (PyCFunction)Lane_attach, METH_O, "attach(scanner): admit reads through a bulk scanner (None: detach)"},
     {"close", (PyCFunction)Lane_close, METH_NOARGS, "close the lane"},

@@ -138,7 +138,7 @@ class Attempt:
             new_capture(policy, profile.name) if policy.capture_dir or policy.candidates else None)
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self.lane = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
-        self.lane.attach(SSEFramer.scanner_of(self.framer))
+        self.attach_lane()
         self.error: Failure | None = None  # an in-band error frame arrived
         #: A 2xx JSON body on a streaming request, kept (held, unless in shadow mode) until it is
         #: whole or past JSON_PROBE_BYTES: an error object is an in-band provider error.
@@ -187,7 +187,15 @@ class Attempt:
     def set_framer(self, framer: Framer) -> None:
         """The response's framer (the steady lane admits reads through an SSE framer's scanner)."""
         self.framer = framer
-        self.lane.attach(SSEFramer.scanner_of(framer))
+        self.attach_lane()
+
+    def attach_lane(self) -> None:
+        """The steady lane reads through the framer's scanner (an SSE framer's), which admits
+        heartbeats inside runs of content: :meth:`absorb_lane` counts and announces them."""
+        scanner = SSEFramer.scanner_of(self.framer)
+        if scanner is not None:
+            scanner.beating = True
+        self.lane.attach(scanner)
 
     @property
     def retained(self) -> int:
@@ -222,6 +230,18 @@ class Attempt:
             self.clock.semantic_reads(reads, nbytes, last, max_gap, frames)
             self.released += nbytes
             self.prefix_room = room
+            if lane.heartbeats:
+                self.absorb_beats(lane.take_beats(), lane.since)
+
+    def absorb_beats(self, beats: list[tuple[float, int]], since: int) -> None:
+        """The heartbeats of steady-lane reads (``(time, count)`` a read; ``since`` of them after
+        the last semantic frame of the last read): counted on the clock and announced, one
+        :class:`~.events.Heartbeats` a read with its time, as the general path does (:meth:`_judge`)."""
+        clock = self.clock
+        for now, count in beats:
+            clock.heartbeats_at(now, count)
+            self.emit(Heartbeats(self.report, self.index, now - self.request_start, count, clock.heartbeats))
+        clock.heartbeats_trailing(since)
 
     def arm_lane(self) -> None:
         """Open the steady lane for the reads that follow while the attempt is a live stream

@@ -41,7 +41,11 @@ Two records ride along, so that a stream keeps what a truncation needs rather th
   instead of held heartbeats.
 
 :meth:`admit` is the steady lane's entry: it consumes a read only if every frame the read
-completes (at least one) has a semantic fast prefix, and otherwise changes nothing.
+completes has a semantic fast prefix -- or, with :attr:`~PyScanner.beating` set (by an attempt,
+which counts what it admits), a semantic or a heartbeat one (a ping inside a run of deltas), at
+least one semantic -- and otherwise changes nothing; :attr:`~PyScanner.beats` and
+:attr:`~PyScanner.trailing` say how many heartbeats the read held (the lane records them for the
+attempt, which counts and announces them as the general path would).
 """
 
 from __future__ import annotations
@@ -119,8 +123,8 @@ class PyScanner:
     """
 
     __slots__ = ("_busy", "_colon_keys", "_comment", "_cut", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run",
-                 "_run_code", "_run_head", "_run_index", "_run_size", "_scanner", "_slow", "hold", "journal_max",
-                 "journal_state")
+                 "_run_code", "_run_head", "_run_index", "_run_size", "_scanner", "_slow", "beating", "beats", "hold",
+                 "journal_max", "journal_state", "trailing")
 
     def __init__(
         self,
@@ -155,6 +159,9 @@ class PyScanner:
         self._run_head = b""  # the open run's delta head, up to the string body
         self._mark: tuple[int, int, int, bytes, int, int, bytes] = (0, JOURNAL_OPEN, -1, b"", -1, 0, b"")
         self.hold: list[bytes] | None = None
+        self.beating = False  # admit() takes heartbeat frames among semantic ones (its owner counts them)
+        self.beats = 0  # heartbeat frames of the last admitted read
+        self.trailing = 0  # ... of them, after its last semantic frame
         self._busy = False  # the classifier is running: it may not feed this scanner (nor may another thread)
 
     # -- the SSEScanner view ------------------------------------------------------------------
@@ -202,8 +209,10 @@ class PyScanner:
         return self._classify(self._scanner.close_blocks(complete_lines=complete_lines))
 
     def admit(self, chunk: Any) -> int:
-        """The steady lane's read: consumed (the number of frames) only if it completes at least
-        one frame and all of them have a semantic fast prefix; otherwise ``-1``, nothing changed."""
+        """The steady lane's read: consumed (the number of frames) only if every frame it completes
+        has a semantic fast prefix -- or, when :attr:`beating`, a semantic or a heartbeat one, at
+        least one semantic; otherwise ``-1``, nothing changed. :attr:`beats` is then the
+        heartbeat frames of the read, and :attr:`trailing` those after its last semantic frame."""
         if self._busy:
             _refuse()
         scanner = self._scanner
@@ -228,6 +237,7 @@ class PyScanner:
                 else:
                     self._journal += fragment
                     self._run_size += len(fragment)
+                self.beats = self.trailing = 0
                 return 1
         if (scanner.idle and chunk[0] != 10 and whole_frame(chunk, scanner.max_frame_bytes)
                 and fast.get(chunk[:prefix] if len(chunk) - 2 >= prefix else chunk[:-2]) is semantic):
@@ -240,11 +250,25 @@ class PyScanner:
                 blocks = scanner.feed_blocks(chunk)
             except FrameTooLarge:
                 blocks = []
-            if not blocks or any(fast.get(block[:prefix]) is not semantic for block in blocks):
+            heartbeat = self._roles[0] if self.beating else semantic
+            kinds = [fast.get(block[:prefix]) for block in blocks]
+            if semantic not in kinds or any(kind is not semantic and kind is not heartbeat for kind in kinds):
                 scanner.restore(saved)
                 return -1
+            self._set_mark()
+            self._classify(blocks)  # semantic and heartbeat by their heads: the journal takes the content
+            self.beats = beats = kinds.count(heartbeat) if heartbeat is not semantic else 0
+            if beats:
+                last = len(kinds) - 1
+                while kinds[last] is not semantic:
+                    last -= 1
+                self.trailing = len(kinds) - 1 - last
+            else:
+                self.trailing = 0
+            return len(blocks)
         self._set_mark()
-        self._classify(blocks)  # all semantic by their heads: the journal (and the hold) take them
+        self._classify(blocks)  # one block, semantic by its head: the journal (and the hold) take it
+        self.beats = self.trailing = 0
         return len(blocks)
 
     def _classify(self, blocks: list[bytes]) -> list[Any]:

@@ -8,13 +8,16 @@
 #include <Python.h>
 
 #define BULK_API_CAPSULE "otel_liveness.core._bulk._C_API"
-#define BULK_API_VERSION 1
+#define BULK_API_VERSION 2
 
 typedef struct {
     int version;
     PyTypeObject *scanner_type;
     /* Scanner.admit(chunk) unboxed: the frames, -1 declined (nothing changed), -2 an error set */
     Py_ssize_t (*admit)(PyObject *scanner, PyObject *chunk);
+    /* the heartbeat frames of the last admitted read, and how many of them follow its last
+       semantic frame (Scanner.beats, Scanner.trailing) */
+    void (*beats)(PyObject *scanner, Py_ssize_t *beats, Py_ssize_t *trailing);
 } BulkAPI;
 
 #endif

@@ -321,6 +321,16 @@ class AttemptClock:
             self.heartbeats_since_semantic = 0
         self._semantic(now, end)
 
+    def heartbeats_at(self, now: float, count: int) -> None:
+        """``count`` heartbeat frames of a steady-lane read at ``now`` (its frames and bytes are in
+        :meth:`semantic_reads`; then :meth:`heartbeats_trailing`)."""
+        self.heartbeats += count
+        self._heartbeat(now, count)
+
+    def heartbeats_trailing(self, count: int) -> None:
+        """The last steady-lane read ended with ``count`` heartbeats after its last semantic frame."""
+        self.heartbeats_since_semantic = count
+
     def _heartbeat(self, now: float, count: int) -> None:
         last = self.last_heartbeat
         if last is not None:

@@ -10,9 +10,12 @@ it. Every other read takes the general path
 (:meth:`~otel_liveness.core.engine.Engine.received` and the other inputs).
 
 With a bulk scanner attached (:meth:`PyLane.attach`, :mod:`.bulk`), a read is admitted when the
-scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes, at least one, is a
-semantic frame by its head; a frame in progress may stay pending); without one, only a read that
-is exactly one whole semantic frame is.
+scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes is a semantic or a
+heartbeat frame by its head, at least one semantic; a frame in progress may stay pending);
+without one, only a read that is exactly one whole semantic frame is. The heartbeats of an
+admitted read (a ping inside a run of deltas) are recorded as ``(time, count)``
+(:meth:`PyLane.take_beats`): the attempt counts and announces them as the general path would. A
+read of heartbeats alone is never admitted: the semantic clock does not move on it.
 
 :class:`Lane` here is the reference implementation. ``_lane.c`` is the same class in C (built when
 a compiler is available; ``NATIVE`` says which one is in use; ``OTEL_LIVENESS_PURE=1`` selects the
@@ -42,8 +45,10 @@ class PyLane:
     ``admit`` (a call back into the lane, or another thread) raises ``RuntimeError``."""
 
     __slots__ = (
+        "_beats",
         "_busy",
         "frames",
+        "heartbeats",
         "horizon",
         "keep",
         "keys",
@@ -55,6 +60,7 @@ class PyLane:
         "reads",
         "room",
         "scanner",
+        "since",
         "step_",
         "wall",
     )
@@ -75,6 +81,9 @@ class PyLane:
         self.nbytes = 0
         self.max_gap = 0.0
         self.frames = 0
+        self.heartbeats = 0
+        self.since = 0
+        self._beats: list[tuple[float, int]] = []
         self.scanner: Any = None
         self._busy = False  # step() is in the scanner's admit(): the lane is not to be used meanwhile
 
@@ -114,10 +123,16 @@ class PyLane:
                 self._busy = False
             if frames < 0:
                 return False
+            beats, trailing = (getattr(scanner, "beats", 0), getattr(scanner, "trailing", 0)) if frames > 1 else (0, 0)
         elif not whole_frame(chunk, self.max_frame) or chunk[: self.prefix] not in self.keys:
             return False
         else:
             frames = 1
+            beats = trailing = 0
+        if beats > 0:
+            self._beats.append((now, beats))
+        self.heartbeats += beats
+        self.since = trailing
         n = len(chunk)
         self.frames += frames
         self.reads += 1
@@ -146,6 +161,16 @@ class PyLane:
         self.frames = 0
         self.nbytes = 0
         self.max_gap = 0.0
+        return out
+
+    def take_beats(self) -> list[tuple[float, int]]:
+        """``(time, count)`` of each admitted read that held heartbeats (``count`` of them) since
+        the last call; resets :attr:`heartbeats`. (:attr:`since`: the heartbeats after the last
+        semantic frame of the last admitted read.)"""
+        if self._busy:
+            _refuse()
+        out, self._beats = self._beats, []
+        self.heartbeats = 0
         return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -90,6 +91,7 @@ class _RequestState:
     __slots__ = (
         "attempt_span",
         "base",
+        "clock_base",
         "dormant",
         "heartbeat_events",
         "heartbeats_coalesced",
@@ -109,6 +111,10 @@ class _RequestState:
         self.parent: Any = None
         self.request_span: Any = None
         self.attempt_span: Any = None
+        #: (epoch ns, seconds since the request started) at the attempt span's start: a heartbeat
+        #: event is stamped with the time of its read (the steady lane announces a read's
+        #: heartbeats later, at the attempt's next input; the general path at once)
+        self.clock_base = (0, 0.0)
         self.last_span: Any = None  # the last attempt's span, for what is logged after it ended
         self.base: dict[str, Any] = {}
         self.metric_base: dict[str, Any] = {}
@@ -314,6 +320,7 @@ class TelemetryHook:
             attributes={**state.base, S.HTTP_REQUEST_RESEND_COUNT: event.attempt, S.MODE: state.mode},
         )
         state.attempt_span = span
+        state.clock_base = (time.time_ns(), event.at)
         _inject(state, event.inject, span)
 
     def _heartbeats_seen(self, event: Heartbeats) -> None:
@@ -326,8 +333,10 @@ class TelemetryHook:
             return
         if state.heartbeat_events < S.MAX_HEARTBEAT_EVENTS:
             state.heartbeat_events += 1
+            epoch, at = state.clock_base
             span.add_event(S.EVENT_HEARTBEAT, {S.EVENT_KIND: "heartbeat", S.HEARTBEAT_COUNT: event.count,
-                                               S.ATTEMPT_HEARTBEATS: event.total})
+                                               S.ATTEMPT_HEARTBEATS: event.total},
+                           timestamp=epoch + round((event.at - at) * 1e9))
         else:
             state.heartbeats_coalesced += event.count
 
