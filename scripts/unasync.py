@@ -32,6 +32,7 @@ SUBS = [
     (r"\bAsyncH2Pool\b", "SyncH2Pool"),
     (r"\bAsyncH2Stream\b", "SyncH2Stream"),
     (r"\bAsyncH2Wait\b", "SyncH2Wait"),
+    (r"\bAsyncH2Connection\b", "SyncH2Connection"),
     (r"\bAsyncBackend\b", "SyncBackend"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\basync def __aiter__", "def __iter__"),

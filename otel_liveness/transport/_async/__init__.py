@@ -7,8 +7,8 @@ truth: ``_sync/`` is generated from it by ``scripts/unasync.py`` (``--check`` in
 - :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own.
 """
 
-from .http2 import AsyncH2Pool, AsyncH2Stream
-from .network import AsyncH2Wait, AsyncWakingBackend, AsyncWakingStream
+from .http2 import AsyncH2Pool, AsyncH2Stream, AsyncH2Wait
+from .network import AsyncWakingBackend, AsyncWakingStream
 from .stream import AsyncLivenessStream, AsyncPassThrough
 from .transport import AsyncLivenessMixin
 

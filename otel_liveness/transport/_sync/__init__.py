@@ -8,8 +8,8 @@ do not edit.
 - :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own.
 """
 
-from .http2 import SyncH2Pool, SyncH2Stream
-from .network import SyncH2Wait, SyncWakingBackend, SyncWakingStream
+from .http2 import SyncH2Pool, SyncH2Stream, SyncH2Wait
+from .network import SyncWakingBackend, SyncWakingStream
 from .stream import SyncLivenessStream, SyncPassThrough
 from .transport import SyncLivenessMixin
 

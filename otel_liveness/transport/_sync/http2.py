@@ -2,32 +2,199 @@
 """HTTP/2 on a shared connection: each stream judged on its own (docs/http2.md).
 
 :func:`install_wakeups` gives the inner transport's connection pool the waking network backend
-(:mod:`.network`) and makes it read its HTTP/2 responses through :class:`SyncH2Stream`, which
-marks each read with :data:`~.network.H2_READ`, bounds it (on asyncio/trio) by a cancel scope at
-the stream's own deadline -- for a reader that waits for the read lock while a sibling reads --
-turns a deadline into the HTTP library's read timeout (the driver then asks the engine for the
-verdict), and resets the HTTP/2 stream (RST_STREAM) when it is closed before its end, so the
-provider stops generating and the connection's flow-control window is not spent on a stream
-nobody reads.
+(:mod:`.network`), whose streams hand their reads and writes to an :class:`SyncH2Connection` once
+they carry HTTP/2 (:func:`h2_opened`: the first write is the preface), and makes the pool read its
+HTTP/2 responses through :class:`SyncH2Stream`, which marks each read with :data:`H2_READ`, bounds
+it (on asyncio/trio) by a cancel scope at the stream's own deadline -- for a reader that waits for
+the read lock while a sibling reads -- turns a deadline into the HTTP library's read timeout (the
+driver then asks the engine for the verdict), and resets the HTTP/2 stream (RST_STREAM) when it is
+closed before its end, so the provider stops generating and the connection's flow-control window is
+not spent on a stream nobody reads.
+
+The streams of one connection share its network stream: whichever stream's reader holds
+httpcore's read lock reads for all of them, and an exception from that read (a timeout included)
+fails the connection and every sibling. So on an HTTP/2 connection the network stream judges a
+read by the stream it is made for (:data:`H2_READ`: its engine, and when that stream's own wait
+began), never by the network read, and ends it with :class:`StreamDeadline`, a ``BaseException``
+that httpcore lets through as it lets a cancellation through: it closes that stream alone and
+leaves the connection and its read state untouched (the read consumed nothing).
+
+:data:`H2_READ` is a context variable because httpcore gives no hook between the request it is
+handed and the network read made for it: the read is made by httpcore's HTTP/2 connection (for
+this stream, or by a sibling's reader for all of them), and the context of the reader's task or
+thread is what says which stream a read is made for. It is per stream, not per connection: each
+stream's reader sets its own, so each HTTP/2 stream's silence is its own.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 
-from ...core.clocks import stop_at
+from ...core.clocks import stop_at, wake_at
 from ...core.engine import Engine
 from .._backends import SyncBackend
-from .network import H2_READ, READING, SyncH2Wait, SyncWakingBackend, SyncWakingStream, StreamDeadline
+from .network import READING, SyncWakingBackend, SyncWakingStream
 
-__all__ = ["SyncH2Pool", "SyncH2Stream", "install_wakeups"]
+__all__ = ["H2_READ", "SyncH2Connection", "SyncH2Pool", "SyncH2Stream", "SyncH2Wait", "StreamDeadline",
+           "h2_opened", "install_wakeups"]
+
+#: The wait of the HTTP/2 stream a read is made for (its engine, and when that stream's wait began).
+H2_READ: ContextVar[SyncH2Wait | None] = ContextVar("otel_liveness_h2_read", default=None)
+_INF = float("inf")
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 _H2_CANCEL = 0x8  # RST_STREAM error code CANCEL (RFC 9113, 7)
 #: How much later than the stream's deadline the cancel scope fires: the stream's own read (when it
 #: is the one reading) ends it first, at the deadline, with nothing to cancel.
 _SCOPE_GRACE = 0.02
+
+
+class StreamDeadline(BaseException):  # a control-flow signal, like a cancellation
+    """An HTTP/2 stream's deadline passed during a read made for it (raised by the network
+    stream, turned into the HTTP library's read timeout above httpcore)."""
+
+
+class SyncH2Wait:
+    """One HTTP/2 stream waiting for its next event (its headers, or its next body read), from
+    ``start``. While it waits it is registered with its connection's network stream, whose reads
+    -- made by whichever sibling's reader holds the connection -- also wake at its notices and
+    deliver them (``lock`` keeps that and the stream's own thread apart in sync mode). Its
+    deadlines are not judged there: its next bytes may already be queued in httpcore, unread only
+    because its reader waits for the connection; they are its own reader's (and, on asyncio/trio,
+    its cancel scope's) to judge."""
+
+    __slots__ = ("engine", "lock", "network", "quiet", "registry", "start")
+
+    def __init__(self, engine: Engine, start: float) -> None:
+        self.engine = engine
+        self.start = start
+        self.lock = SyncBackend.lock()
+        self.registry: set[SyncH2Wait] | None = None
+        self.network: SyncWakingStream | None = None  # the connection's network stream it waited on
+        self.quiet = False  # nothing more for a sibling to deliver (not woken for again)
+
+    def due(self) -> float:
+        """When something of this stream falls due: a notice, or a deadline of its own."""
+        engine = self.engine
+        return wake_at(engine.wake_hint, engine.stop_hint, engine.raw_hint, self.start)
+
+    def join(self, registry: set[SyncH2Wait]) -> None:
+        if self.registry is None:
+            self.registry = registry
+            registry.add(self)
+
+    def leave(self) -> None:
+        with self.lock:
+            registry, self.registry = self.registry, None
+            if registry is not None:
+                registry.discard(self)
+
+    def serve(self, now: float) -> None:
+        """Called by a sibling's read: deliver the notices due to this (waiting) stream."""
+        with self.lock:
+            if self.registry is None or self.quiet:
+                return
+            engine = self.engine
+            engine.notify(now)
+            if engine.wake_hint <= now:
+                self.quiet = True  # the engine has nothing more to deliver: not woken for again
+
+class SyncH2Connection:
+    """The reads and writes of a network stream that carries an HTTP/2 connection (a
+    :class:`~.network.Multiplexed` of :class:`~.network.SyncWakingStream`, made by
+    :func:`h2_opened`), with the streams of that connection waiting for an event (``waits``)."""
+
+    __slots__ = ("network", "waits")
+
+    def __init__(self, network: SyncWakingStream) -> None:
+        self.network = network
+        #: The streams of this connection waiting for an event (:class:`SyncH2Wait`).
+        self.waits: set[SyncH2Wait] = set()
+
+    def read(self, max_bytes: int, timeout: float | None) -> bytes:
+        """A read of a connection shared by HTTP/2 streams, made for the stream waiting in
+        ``H2_READ``: it wakes at that stream's hints -- its raw silence counted from when the
+        *stream's* wait began -- and at the notices of the siblings waiting meanwhile (delivered
+        here); a deadline of its own stream, or the read's own timeout, ends the read with
+        :class:`StreamDeadline`, which ends that stream alone. A read made for no judged stream
+        (a request the transport passes through) still wakes for the waiting siblings; its own
+        timeout is the HTTP library's."""
+        current = H2_READ.get()
+        network = self.network
+        inner: Any = network.inner
+        waits = self.waits
+        if current is None and not waits:
+            data: bytes = inner.read(max_bytes, timeout)
+            return data
+        clock = SyncBackend.now
+        now = clock()
+        deadline = _INF if timeout is None else now + timeout
+        while True:
+            wake = _INF if current is None else current.due()
+            for other in waits:
+                if other is not current and not other.quiet:
+                    due = other.engine.wake_hint
+                    if due < wake:
+                        wake = due
+            if current is None and wake >= deadline:
+                # A read for no judged stream: its own timeout is the HTTP library's, as it comes.
+                data = inner.read(max_bytes, None if timeout is None else max(deadline - now, 0.001))
+                return data
+            if deadline < wake:
+                wake = deadline
+            if wake <= now:
+                self._serve(now, current)
+                if current is not None:
+                    with current.lock:
+                        if now >= deadline or current.engine.woke(now, current.start):
+                            raise StreamDeadline
+            try:
+                data = inner.read(max_bytes, None if wake == _INF else max(wake - now, 0.001))
+            except network.timeout_error:
+                now = clock()
+            else:
+                if len(waits) > (current is not None):
+                    self._serve(clock(), current)
+                return data
+
+    def _serve(self, now: float, current: SyncH2Wait | None) -> None:
+        """Deliver what is due at ``now`` to the siblings of ``current`` waiting on this connection."""
+        for other in list(self.waits):
+            if other is not current and not other.quiet and other.engine.wake_hint <= now:
+                other.serve(now)
+
+    def opened(self) -> None:
+        """The preface is about to go out: the stream whose request opened the connection waits here."""
+        current = H2_READ.get()
+        if current is not None:
+            current.network = self.network
+            current.join(self.waits)
+
+    def writing(self) -> None:
+        current = H2_READ.get()
+        if current is not None and current.registry is None and current.network is None:
+            current.network = self.network  # a stream's request goes out on this connection: it waits here
+            current.join(self.waits)
+
+    def wrote(self) -> None:
+        if len(self.waits) > 1:
+            # httpcore writes after releasing the connection's read lock: give a sibling waiting
+            # for it (its bytes perhaps read for it already) the chance to take it (threads only:
+            # an event loop's locks are fair).
+            SyncBackend.let_waiters_run()
+
+
+def h2_opened(network: SyncWakingStream, buffer: bytes) -> SyncH2Connection | None:
+    """The HTTP/2 side of ``network`` if ``buffer``, about to be written on it, is the HTTP/2
+    preface (httpcore opens an HTTP/2 connection on this stream), else ``None``."""
+    if buffer[:24] != _H2_PREFACE:
+        return None
+    connection = SyncH2Connection(network)
+    connection.opened()
+    return connection
 
 
 def install_wakeups(inner: Any) -> None:
@@ -43,7 +210,7 @@ def install_wakeups(inner: Any) -> None:
         timeout_error = importlib.import_module(type(backend).__module__.partition(".")[0]).ReadTimeout
     except (ImportError, AttributeError):  # pragma: no cover - not an httpcore backend
         return
-    pool._network_backend = SyncWakingBackend(backend, timeout_error)
+    pool._network_backend = SyncWakingBackend(backend, timeout_error, h2_opened)
     try:
         pool.__class__ = _h2_pool_class(type(pool))
     except TypeError:  # pragma: no cover - a pool class that cannot be extended: HTTP/1.1 is unaffected
@@ -90,7 +257,8 @@ class SyncH2Pool:
         wait.leave()
         if response.extensions.get("http_version") == b"HTTP/2":
             network = response.extensions.get("network_stream")
-            waits = network.waits if isinstance(network, SyncWakingStream) else None
+            h2 = network.h2 if isinstance(network, SyncWakingStream) else None
+            waits = h2.waits if isinstance(h2, SyncH2Connection) else None
             response.stream = SyncH2Stream(response.stream, engine, request, self._liveness_timeout_error, waits)
         return response
 
