@@ -8,15 +8,20 @@ Holding rule ("one attempt visible"): before the first semantic frame, every byt
 attempt is held; the read that carries the first semantic (or end) frame releases the held bytes
 and itself, in order (:meth:`Attempt.commit`, :meth:`Attempt.take_held`). From then on each read
 is released as it arrives (:meth:`Attempt.hold_or_release`), except the bytes from an in-band
-error frame onwards, which become a truncation instead (:meth:`Attempt.error_frame`). In shadow
-mode nothing is held: what would be held is only counted, so that a hold past the bound is
-reported as the malformed stream it would have been. Held heartbeats carry nothing for the
+error frame onwards, which become a truncation instead (:meth:`Attempt.error_frame`). Held heartbeats carry nothing for the
 caller: past :data:`HOLD_VERBATIM_BYTES` of held bytes (an SSE body, not content-encoded), the
 held bytes are replaced by the frames that are not heartbeats plus the frame in progress, so that
 what is released at the first content stays small however long a peer flooded comments or pings.
 
-A 2xx JSON body on a streaming request is *probed* (:meth:`Attempt.probe_read`): kept -- held,
-unless in shadow mode -- until its first key tells an error object from a reply.
+A 2xx JSON body on a streaming request is *probed* (:meth:`Attempt.probe_read`): held until its
+first key tells an error object from a reply.
+
+Shadow mode is a strategy chosen once, when the attempt starts: a :class:`ShadowAttempt` in place
+of an :class:`Attempt`. It observes (a verdict, an in-band error, a body it cannot judge: kept as
+:attr:`~Attempt.observed`, reported, never acted on), never holds (what would be held is only
+counted, so that a hold past the bound is reported as the malformed stream it would have been;
+a probed JSON body is released as it comes) and never ends a read (no socket timeout, no terminal
+deadline, no hints but the notices'). The enforcing attempt's methods carry no shadow branch.
 
 What a truncation carries: ``released`` (exact), the raw head of the released bytes up to
 ``Policy.max_prefix_bytes`` (:meth:`Attempt.keep`), and on the Anthropic wires the partial
@@ -26,7 +31,7 @@ message, decoded from the framer's journal of the whole reply.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from . import errors as E
 from .capture import new_capture
@@ -40,7 +45,7 @@ from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_ty
 from .retry import Failure, FailureKind, Retry, failure_kind, verdict_outcome
 from .state import BODY_MODES, RELEASES, BodyMode, ReleaseState
 
-__all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt"]
+__all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt", "ShadowAttempt"]
 
 _HEARTBEAT = FrameKind.HEARTBEAT
 _SEMANTIC = FrameKind.SEMANTIC
@@ -63,7 +68,7 @@ JSON_PROBE_BYTES = 64 * 1024
 class Attempt:
     """One provider attempt's books (engine-private: the engine is its only writer).
 
-    ``enforce`` is the engine's (False in shadow mode); ``lane_class`` the steady lane's class the
+    The enforcing strategy (shadow mode's is :class:`ShadowAttempt`). ``lane_class`` the steady lane's class the
     engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
     references in :attr:`prefix`. ``report``, ``emit`` and ``request_start`` are the request's
     report, its hooks and its start: a read's heartbeats and in-band error frame are emitted here
@@ -78,7 +83,6 @@ class Attempt:
         "decoder",
         "emit",
         "ended",
-        "enforce",
         "error",
         "expired",
         "framer",
@@ -104,8 +108,11 @@ class Attempt:
         "socket_timeout_ours",
     )
 
+    #: Its verdicts end it (the ``enforced`` field of the verdicts it emits).
+    enforcing: ClassVar[bool] = True
+
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
-                 *, streaming: bool, enforce: bool, lane_class: Callable[..., Any],
+                 *, streaming: bool, lane_class: Callable[..., Any],
                  report: RequestReport, emit: Callable[[Event], None], request_start: float) -> None:
         self.index = index
         # The request's report and its hooks (the Reporter's emit: no reference back to the engine,
@@ -117,7 +124,6 @@ class Attempt:
         self.record.first_byte_bound = clock.first_byte_bound
         self.clock = clock
         self.policy = policy
-        self.enforce = enforce
         self.framer: Framer = SSEFramer(profile, policy.max_frame_bytes, policy.max_partial_bytes)
         #: How the body is read (:class:`~.state.BodyMode`; moved by :meth:`become` only).
         self.mode = _SCANNED if streaming else _OPAQUE
@@ -140,7 +146,7 @@ class Attempt:
         self.lane = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
         self.attach_lane()
         self.error: Failure | None = None  # an in-band error frame arrived
-        #: A 2xx JSON body on a streaming request, kept (held, unless in shadow mode) until it is
+        #: A 2xx JSON body on a streaming request, kept until it is
         #: whole or past JSON_PROBE_BYTES: an error object is an in-band provider error.
         self.probe: list[bytes] = []
         self.probe_bytes = 0
@@ -279,11 +285,9 @@ class Attempt:
 
     def socket_timeout(self, now: float, caller: float | None) -> float | None:
         """The socket read timeout for the attempt's request: the clock's (:meth:`~.clocks.
-        AttemptClock.socket_bound`), never above the caller's own (``caller``); none in shadow
-        mode. Marks whether it is ours (:attr:`socket_timeout_ours`)."""
+        AttemptClock.socket_bound`), never above the caller's own (``caller``). Marks whether it
+        is ours (:attr:`socket_timeout_ours`)."""
         self.socket_timeout_ours = False
-        if not self.enforce:
-            return None
         ours = self.clock.socket_bound(now)
         if ours is None:
             return None
@@ -293,8 +297,7 @@ class Attempt:
         return max(ours, 0.001)
 
     def poll(self, now: float) -> Terminal | None:
-        """Deliver the notices due at ``now``; answer a time-based terminal verdict if one is due
-        (in shadow mode, observed once and not answered)."""
+        """Deliver the notices due at ``now``; answer a time-based terminal verdict if one is due."""
         clock = self.clock
         while True:
             item = clock.poll(now)
@@ -302,28 +305,37 @@ class Attempt:
                 self.notice(item)
                 continue
             if isinstance(item, (SemanticTimeoutExpired, WallBudgetExpired)):
-                if self.enforce:
-                    return item
-                self.observe(now, item)
+                return item
             return None
 
-    def observe(self, now: float, verdict: Terminal) -> None:
-        """Shadow mode: report a verdict that would have ended the attempt, once."""
-        if self.observed is not None:
-            return
-        self.observed = Failure(failure_kind(verdict), verdict.phase, self.committed)
-        self.emit(Verdict(self.report, self.index, min(now, verdict.at) - self.request_start, verdict_outcome(verdict),
-                          verdict.phase, self.committed, False))
-
     def observe_gap(self, now: float) -> None:
-        """Shadow mode: bytes arrive after a silence longer than the bound
-        (:meth:`~.clocks.AttemptClock.observed_gap`): report the verdict it would have given."""
-        if self.enforce or self.observed is not None:
-            return
-        verdict = self.clock.observed_gap(now)
-        if verdict is not None:
-            self.poll(verdict.at)  # a wall or semantic deadline before it is what enforcement would have met first
-            self.observe(now, verdict)
+        """Bytes arrived at ``now``: nothing to observe (a silence past the bound ended the read)."""
+
+    def expired_read(self, now: float, start: float) -> Terminal | None:
+        """The terminal deadline a read that started at ``start`` has passed at ``now``, if any."""
+        return self.clock.expired(now, start)
+
+    def hints(self) -> tuple[float, float, float]:
+        """The hints for the reads that follow (:meth:`~.clocks.AttemptClock.hints`)."""
+        return self.clock.hints(True)
+
+    def callers_timeout(self, read_timeout: float | None) -> bool:
+        """A read that timed out, not at our socket timeout, before content, while the caller set
+        a read timeout of its own: the caller's verdict on the wait, not the provider's failure."""
+        return not self.committed and not self.socket_timeout_ours and read_timeout is not None
+
+    def judging_failed(self, exc: Exception, chunk: bytes) -> bytes | None:
+        """The judging of a read (``chunk``) raised ``exc``: ``None`` when the body cannot be judged
+        (a frame over the bound, a corrupt frame, an encoding that fails: the request ends as
+        malformed); any other error is a bug, raised."""
+        if isinstance(exc, (E.MalformedStream, ValueError)):
+            return None
+        raise exc
+
+    def observes(self, failure: Failure) -> Failure | None:
+        """``failure`` is only observed, not acted on: the first failure observed (:attr:`observed`,
+        what enforcement would have acted on); ``None`` -- never, the enforcing attempt acts."""
+        return None
 
     def notices(self, now: float) -> None:
         """Deliver the notices due at ``now`` (:meth:`notice`)."""
@@ -387,13 +399,11 @@ class Attempt:
             self.become(_PROBING if probing else _OPAQUE)
             self.clock.opaque(self.policy)
             if probing:
-                if self.enforce:
-                    return True
+                return True
         if self.streaming and self.decoder is None:
             self.framer.hold(True)  # for a replay without held heartbeats (hold_or_release)
-        if not self.streaming or not self.enforce:
-            if not self.streaming:
-                self.commit()
+        if not self.streaming:
+            self.commit()
             return False
         return True
 
@@ -446,7 +456,7 @@ class Attempt:
             # which the SDKs never read: they stop at the end frame).
             failure, release = self.error_frame(chunk, data, kinds)
             self.emit(Verdict(self.report, self.index, now - self.request_start, AttemptOutcome.PROVIDER_ERROR,
-                              failure.phase, failure.committed, self.enforce))
+                              failure.phase, failure.committed, self.enforcing))
             return release
         if not self.committed and (_SEMANTIC in kinds or _END in kinds):
             return self.release_held(chunk, data)
@@ -495,18 +505,10 @@ class Attempt:
         return self.release(self.take_held() + chunk, self.take_held_decoded() + data)
 
     def hold_or_release(self, chunk: bytes, data: bytes) -> bytes:
-        """A read with no content of its own: held before content (counted only, in shadow
-        mode), released after it. Raises :class:`~.errors.MalformedStream` when what was held
-        before content passes ``Policy.max_frame_bytes``."""
+        """A read with no content of its own: held before content, released after it. Raises
+        :class:`~.errors.MalformedStream` when what was held before content passes
+        ``Policy.max_frame_bytes``."""
         if self.committed:
-            return self.release(chunk, data)
-        if not self.enforce:
-            self.held_bytes += len(chunk)
-            if self.held_bytes > HOLD_VERBATIM_BYTES:
-                replay = self.framer.replay()
-                if replay is not None:
-                    self.held_bytes = sum(map(len, replay))
-            self._check_held()
             return self.release(chunk, data)
         self.held.append(chunk)
         if self.decoder is not None:
@@ -532,28 +534,13 @@ class Attempt:
         self.commit()
         return self.release(chunk, chunk)
 
-    def unjudged(self, chunk: bytes) -> bytes:
-        """Shadow mode: the body could not be judged (a frame over the bound, a corrupt frame, an
-        encoding that fails, a fault of the judging itself). Enforcement would have ended the
-        request as malformed: that is recorded; the body goes on to the caller as it comes,
-        ``chunk`` included, unjudged (raw clock only) -- shadow never changes what the caller
-        receives."""
-        if self.observed is None:
-            self.observed = Failure(FailureKind.MALFORMED, self.clock.phase, self.committed)
-        self.become(_UNJUDGED)
-        self.probe.clear()
-        self.probe_bytes = 0
-        self.decoder = None
-        self.commit()
-        return self.release(chunk, chunk)
-
     # -- a JSON body probed ---------------------------------------------------------------------
 
     def probe_read(self, chunk: bytes) -> bytes:
-        """A read of a 2xx JSON body on a streaming request. Kept -- held, unless in shadow mode --
-        until its first key tells (:func:`~.providers.json_error_shaped`): a reply is released
-        from then on as it comes; an error-shaped body is kept until whole (:meth:`probed` judges
-        it at the end), or past :data:`JSON_PROBE_BYTES` released as the reply it then is."""
+        """A read of a 2xx JSON body on a streaming request. Held until its first key tells
+        (:func:`~.providers.json_error_shaped`): a reply is released from then on as it comes; an
+        error-shaped body is kept until whole (:meth:`probed` judges it at the end), or past
+        :data:`JSON_PROBE_BYTES` released as the reply it then is."""
         probe = self.probe
         probe.append(chunk)
         self.probe_bytes += len(chunk)
@@ -566,18 +553,21 @@ class Attempt:
             probe.clear()
             self.probe_bytes = 0
             self.commit()
-            if self.enforce:
-                return self.release(body, body)
-            return self.release(chunk, chunk)
-        if self.enforce:
-            return b""
-        self.commit()
-        return self.release(chunk, chunk)
+            return self.probe_release(body, chunk)
+        return self.probe_keep(chunk)
+
+    def probe_release(self, body: bytes, chunk: bytes) -> bytes:
+        """The probe told a reply: the probed ``body`` (``chunk`` its last read) goes out now."""
+        return self.release(body, body)
+
+    def probe_keep(self, chunk: bytes) -> bytes:
+        """A read of the probe, not told yet: held."""
+        return b""
 
     def probed(self) -> tuple[str | None, bytes]:
         """The probed JSON body is whole: ``(error type, b"")`` when it is an error object (the
         engine judges it as the in-band provider error it is), else ``(None, the bytes to
-        release now)`` (in shadow mode the reply already was: ``b""``)."""
+        release now)``."""
         self.become(_OPAQUE)
         body = b"".join(self.probe)
         self.probe.clear()
@@ -585,39 +575,36 @@ class Attempt:
         error_type = json_error_type(body)
         if error_type is not None:
             return error_type, b""
-        if not self.enforce:
-            return None, b""
         self.commit()
-        return None, self.release(body, body)
+        return None, self.probe_release(body, b"")
 
     def probe_error(self, now: float, error_type: str) -> Failure:
         """The probed JSON body is an error object (:meth:`probed`): the in-band provider error it
         is (retried before content per the table, typed when exhausted); its verdict emitted."""
         phase = self.clock.phase
         self.emit(Verdict(self.report, self.index, now - self.request_start, AttemptOutcome.PROVIDER_ERROR, phase,
-                          False, self.enforce))
+                          False, self.enforcing))
         return Failure(FailureKind.ERROR_EVENT, phase, False, status=self.record.status, error_type=error_type)
 
     # -- an in-band error frame -----------------------------------------------------------------
 
-    def error_frame(self, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> tuple[Failure, bytes]:
-        """An in-band error frame in this read: the failure (kept as :attr:`error`, or as
-        :attr:`observed` in shadow mode) and the bytes to release -- the content before it (in
-        earlier reads or this one); the error frame and anything after it are not (unless in
-        shadow mode). An encoded read cannot be split, so none of it is released."""
+    def error_failure(self, kinds: list[FrameKind]) -> tuple[Failure, bool]:
+        """The failure an in-band error frame in a read of ``kinds`` is, and whether content came
+        before it in the read."""
         first_error = kinds.index(_ERROR)
         content_first = _SEMANTIC in kinds[:first_error] or _END in kinds[:first_error]
+        committed = self.committed or (content_first and self.decoder is None)
+        return Failure(FailureKind.ERROR_EVENT, self.clock.phase, committed,
+                       error_type=self.framer.facts.error_type), content_first
+
+    def error_frame(self, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> tuple[Failure, bytes]:
+        """An in-band error frame in this read: the failure (kept as :attr:`error`) and the bytes
+        to release -- the content before it (in earlier reads or this one); the error frame and
+        anything after it are not. An encoded read cannot be split, so none of it is released."""
+        failure, _ = self.error_failure(kinds)
+        self.error = failure
+        committed = failure.committed
         splittable = self.decoder is None
-        committed = self.committed or (content_first and splittable)
-        failure = Failure(FailureKind.ERROR_EVENT, self.clock.phase, committed, error_type=self.framer.facts.error_type)
-        if self.enforce:
-            self.error = failure
-        elif self.observed is None:
-            self.observed = failure
-        if not self.enforce:
-            if content_first and not self.committed:
-                self.commit()
-            return failure, self.release(chunk, data)
         if not committed:
             # pre-content: the attempt is retried -- or, if not, given to the caller as it came
             # (the engine releases what is held, this read included)
@@ -632,3 +619,101 @@ class Attempt:
             self.commit()
             head = self.take_held() + head
         return failure, self.release(head, head)
+
+
+class ShadowAttempt(Attempt):
+    """Shadow mode's attempt: it observes, never holds, never ends a read (see the module
+    docstring). What enforcement would have done is kept as :attr:`observed` (the first such
+    failure) and reported; the caller receives the body as it comes."""
+
+    __slots__ = ()
+
+    enforcing: ClassVar[bool] = False
+
+    def socket_timeout(self, now: float, caller: float | None) -> float | None:
+        self.socket_timeout_ours = False
+        return None
+
+    def poll(self, now: float) -> Terminal | None:
+        verdict = super().poll(now)
+        if verdict is not None:
+            self.observe(now, verdict)
+        return None
+
+    def observe(self, now: float, verdict: Terminal) -> None:
+        """Report a verdict that would have ended the attempt, once."""
+        if self.observed is not None:
+            return
+        self.observed = Failure(failure_kind(verdict), verdict.phase, self.committed)
+        self.emit(Verdict(self.report, self.index, min(now, verdict.at) - self.request_start, verdict_outcome(verdict),
+                          verdict.phase, self.committed, False))
+
+    def observe_gap(self, now: float) -> None:
+        """Bytes arrive after a silence longer than the bound (:meth:`~.clocks.AttemptClock.
+        observed_gap`): report the verdict it would have given."""
+        if self.observed is not None:
+            return
+        verdict = self.clock.observed_gap(now)
+        if verdict is not None:
+            self.poll(verdict.at)  # a wall or semantic deadline before it is what enforcement would have met first
+            self.observe(now, verdict)
+
+    def expired_read(self, now: float, start: float) -> Terminal | None:
+        return None
+
+    def hints(self) -> tuple[float, float, float]:
+        return self.clock.hints(False)
+
+    def callers_timeout(self, read_timeout: float | None) -> bool:
+        return False
+
+    def judging_failed(self, exc: Exception, chunk: bytes) -> bytes | None:
+        """The body could not be judged (a frame over the bound, a corrupt frame, an encoding
+        that fails, a fault of the judging itself). Enforcement would have ended the request as
+        malformed: that is recorded; the body goes on to the caller as it comes, ``chunk``
+        included, unjudged (raw clock only)."""
+        if self.observed is None:
+            self.observed = Failure(FailureKind.MALFORMED, self.clock.phase, self.committed)
+        self.become(_UNJUDGED)
+        self.probe.clear()
+        self.probe_bytes = 0
+        self.decoder = None
+        self.commit()
+        return self.release(chunk, chunk)
+
+    def observes(self, failure: Failure) -> Failure | None:
+        if self.observed is None:
+            self.observed = failure
+        return self.observed
+
+    def read_as(self, content_type: str, encoding: str | None, profile: ProviderProfile) -> bool:
+        if super().read_as(content_type, encoding, profile) and self.mode is _PROBING:
+            self.commit()  # a probed body is released as it comes
+        return False
+
+    def hold_or_release(self, chunk: bytes, data: bytes) -> bytes:
+        """Counted before content, never held: a count past the bound is the malformed stream
+        enforcement would have met."""
+        if not self.committed:
+            self.held_bytes += len(chunk)
+            if self.held_bytes > HOLD_VERBATIM_BYTES:
+                replay = self.framer.replay()
+                if replay is not None:
+                    self.held_bytes = sum(map(len, replay))
+            self._check_held()
+        return self.release(chunk, data)
+
+    def probe_release(self, body: bytes, chunk: bytes) -> bytes:
+        return self.release(chunk, chunk)  # the reads before it were released as they came
+
+    def probe_keep(self, chunk: bytes) -> bytes:
+        self.commit()
+        return self.release(chunk, chunk)
+
+    def error_frame(self, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> tuple[Failure, bytes]:
+        failure, content_first = self.error_failure(kinds)
+        if self.observed is None:
+            self.observed = failure
+        if content_first and not self.committed:
+            self.commit()
+        return failure, self.release(chunk, data)

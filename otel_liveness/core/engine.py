@@ -30,8 +30,10 @@ may follow which. The engine decides; its parts keep the books:
   report), run exactly once per attempt and once per request, and the typed errors a request ends
   with.
 
-What shadow mode changes is one rule, in :meth:`Engine._failed`: a failure changes nothing the
-caller sees, and what enforcement would have done is reported.
+Shadow mode is chosen once: at the request's start (no retry budget, no exhausted-call cache) and
+at each attempt's, as its strategy (:class:`~.attempt.ShadowAttempt`: it observes, never holds,
+never ends a read). The engine asks the attempt; one rule remains here, in
+:meth:`Engine._failed`: a failure the attempt only observes changes nothing the caller sees.
 
 Liveness is judged on the wire: bytes count as progress the moment they are read, before any
 verdict, so a caller that paused between reads is never mistaken for a dead provider; wire
@@ -51,7 +53,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from . import errors as E
 from . import report as R
-from .attempt import HOLD_VERBATIM_BYTES, JSON_PROBE_BYTES, Attempt
+from .attempt import HOLD_VERBATIM_BYTES, JSON_PROBE_BYTES, Attempt, ShadowAttempt
 from .budget import HostBudget, RetryBudgets
 from .clocks import NO_HINTS, TOLERANCE, AttemptClock, Terminal, WallBudgetExpired
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
@@ -155,17 +157,20 @@ class Engine:
         self.profile = profile_for(provider)
         self.wall_now = wall_now
         self.jitter = jitter
-        self.exhausted = exhausted
+        #: An SDK retry of a call this transport exhausted gets its error again (never in shadow
+        #: mode, where nothing the transport does may change what the caller receives).
+        self.exhausted = exhausted if not policy.shadow else None
         self.cadence = cadence
         #: Asked when a retry is due: ``None`` when the request body can be sent again (bytes, or
         #: a stream the driver kept whole), else why not (``over_bound``); ``None``: always.
         self.body_replayable = body_replayable
-        self.enforce = not policy.shadow
+        #: Each attempt's strategy: enforcing, or shadow mode's (observe, never hold, never end).
+        self.attempt_class: type[Attempt] = ShadowAttempt if policy.shadow else Attempt
         #: The request's host's retry budget (shadow mode retries nothing: none).
         rule = policy.budget_rule()
         self.budget: HostBudget | None = (
             budgets.for_host(facts.host, rule, now, semconv_provider(provider, facts.host))
-            if budgets is not None and rule is not None and self.enforce else None)
+            if budgets is not None and rule is not None and not policy.shadow else None)
         self.start_time = now
         self.wall_deadline = now + policy.wall_timeout if policy.wall_timeout is not None else None
         self.state = _IDLE
@@ -226,7 +231,7 @@ class Engine:
         exhausted, the same error again at once (no attempt, no telemetry: it was all reported).
         A fresh call (not an SDK retry) ends what the cache remembers for its key first."""
         facts = self.facts
-        if self.exhausted is not None and facts.key is not None and self.enforce:
+        if self.exhausted is not None and facts.key is not None:
             cached = self.exhausted.began(facts.key, facts.sdk_retry, now)
             if cached is not None:
                 self._to(_ENDED)
@@ -278,7 +283,7 @@ class Engine:
         release = self._judged(now, attempt, chunk, attempt.read, now, chunk)
         if isinstance(release, Fail):
             return release
-        if attempt.error is not None and self.enforce:
+        if attempt.error is not None:
             return self._answer(state, release, self._failed(now, attempt.error))
         terminal = attempt.poll(now)
         if terminal is not None:
@@ -315,7 +320,7 @@ class Engine:
                     return self._failed(now, attempt.probe_error(now, error_type), at_eof=True)
             attempt.finish(Completion.EOF)
         if not attempt.done:
-            failure = attempt.error if attempt.error is not None and self.enforce else Failure(
+            failure = attempt.error if attempt.error is not None else Failure(
                 FailureKind.EOF, attempt.clock.phase, attempt.committed)
             return self._answer(state, release, self._failed(now, failure, at_eof=True))
         self._complete(now)
@@ -328,13 +333,12 @@ class Engine:
         if not isinstance(attempt, Attempt):
             return attempt
         expired, attempt.expired = attempt.expired, None
-        if expired is None and self.enforce and attempt.socket_timeout_ours:
+        if expired is None and attempt.socket_timeout_ours:
             clock = attempt.clock
             expired = clock.poll_terminal(now + TOLERANCE)
             if expired is None and clock.waited_bound(now):  # (sooner: not our socket timeout -- a broken read)
                 expired = clock.wire_silence(now)
-        if (expired is None and self.enforce and not attempt.committed and not attempt.socket_timeout_ours
-                and self.facts.read_timeout is not None):
+        if expired is None and attempt.callers_timeout(self.facts.read_timeout):
             # The caller's own read timeout, shorter than our bound: the caller's verdict on the
             # wait, not the provider's failure -- not retried (that would multiply the wait the
             # caller bounded); the request ends as the caller ended it, the timeout raised as it came.
@@ -409,11 +413,10 @@ class Engine:
         attempt = self._notices(now)
         if attempt is None:
             return False
-        if self.enforce:
-            expired = attempt.clock.expired(now + TOLERANCE, start)
-            if expired is not None:
-                attempt.expired = expired
-                return True
+        expired = attempt.expired_read(now + TOLERANCE, start)
+        if expired is not None:
+            attempt.expired = expired
+            return True
         self._refresh_hints()
         return False
 
@@ -434,15 +437,13 @@ class Engine:
         :meth:`~.attempt.Attempt.end_of_body`): the bytes to release. A body that cannot be
         judged (a frame over the bound, a corrupt frame, an encoding that fails) ends the request
         as malformed; any other error of the judging is a bug, raised. Shadow mode never kills:
-        the body goes on unjudged from here, ``unjudged`` (the read's chunk) released as it came."""
+        the body goes on unjudged from here, ``unjudged`` (the read's chunk) released as it came
+        (:meth:`~.attempt.Attempt.judging_failed`)."""
         try:
             return judge(*args, **kwargs)
-        except Exception as exc:
-            if self.enforce:
-                if isinstance(exc, (E.MalformedStream, ValueError)):
-                    return self._malformed(now, exc)
-                raise
-            return attempt.unjudged(unjudged)
+        except Exception as exc:  # noqa: BLE001  (judging_failed raises what is not the body's fault)
+            release = attempt.judging_failed(exc, unjudged)
+            return self._malformed(now, exc) if release is None else release
 
     def _read_failed(self, now: float, exc: BaseException) -> Attempt | Command:
         """What :meth:`timed_out` and :meth:`io_error` open with: the command when the failed
@@ -485,9 +486,9 @@ class Engine:
         clock = AttemptClock.for_attempt(now, policy, streaming=streaming, keepalives=self.profile.keepalives,
                                          body_size=facts.body_size, learned=learned,
                                          wall_deadline=self.wall_deadline)
-        attempt = Attempt(len(self.report.attempts), now - self.start_time, clock, policy, self.profile,
-                          streaming=streaming, enforce=self.enforce, lane_class=Lane, report=self.report,
-                          emit=self._emit, request_start=self.start_time)
+        attempt = self.attempt_class(len(self.report.attempts), now - self.start_time, clock, policy, self.profile,
+                                     streaming=streaming, lane_class=Lane, report=self.report,
+                                     emit=self._emit, request_start=self.start_time)
         self.attempt = attempt
         self.report.attempts.append(attempt.record)
         self._first = []
@@ -510,7 +511,7 @@ class Engine:
         if attempt is None or attempt.ended:
             self.wake_hint, self.stop_hint, self.raw_hint = NO_HINTS
         else:
-            self.wake_hint, self.stop_hint, self.raw_hint = attempt.clock.hints(self.enforce)
+            self.wake_hint, self.stop_hint, self.raw_hint = attempt.hints()
 
     # -- decisions ------------------------------------------------------------------------------
 
@@ -525,14 +526,14 @@ class Engine:
 
     def _failed(self, now: float, failure: Failure, *, status_response: bool = False,
                 exc: BaseException | None = None, at_eof: bool = False) -> Command:
-        """The one place a failure becomes a command. Shadow mode, as one rule: a failure changes
-        nothing the caller sees -- everything passes through as it came, and what would have
-        happened is reported; otherwise the retry policy decides. ``at_eof``: the body has ended."""
+        """The one place a failure becomes a command. Shadow mode, as one rule: a failure the
+        attempt only observes changes nothing the caller sees -- everything passes through as it
+        came, and what would have happened is reported; otherwise the retry policy decides.
+        ``at_eof``: the body has ended."""
         attempt = self._current()
-        if not self.enforce:
-            if attempt.observed is None:
-                attempt.observed = failure
-            self._conclude_failure(now, attempt.observed)  # the first failure: what enforcement would have acted on
+        observed = attempt.observes(failure)
+        if observed is not None:
+            self._conclude_failure(now, observed)  # the first failure: what enforcement would have acted on
             if status_response:
                 return self._respond(passthrough=True)
             if exc is not None:
@@ -611,8 +612,8 @@ class Engine:
 
     def _remember(self, now: float, fail: Fail) -> Fail:
         """An error the request ended with: an SDK retry of the same call gets it again (never
-        in shadow mode, where nothing the transport does may change what the caller receives)."""
-        if self.exhausted is not None and self.facts.key is not None and self.enforce:
+        in shadow mode: no cache)."""
+        if self.exhausted is not None and self.facts.key is not None:
             self.exhausted.put(self.facts.key, fail, now)
         return fail
 
@@ -661,7 +662,7 @@ class Engine:
         attempt = self._current()
         if not attempt.ended:
             observed = attempt.observed
-            if outcome is AttemptOutcome.COMPLETED and observed is not None and not self.enforce:
+            if outcome is AttemptOutcome.COMPLETED and observed is not None:  # (shadow mode's only)
                 outcome, error_type = attempt_outcome(observed), R.error_type(observed)
                 stop, cause = R.observed_stop(observed), observed.cause
             self.reporter.end_attempt(now, attempt, outcome, error_type)
