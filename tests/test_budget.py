@@ -241,3 +241,23 @@ def test_shadow_mode_and_no_budget_leave_retries_as_the_table_says() -> None:
     assert call(budgets, 20.0, dead, POLICY.replace(retry_budget=None))[0] == POLICY.max_attempts
     shadow = engine(budgets, 20.0, POLICY.replace(shadow=True))
     assert shadow.budget is None
+
+
+def test_settle_applies_the_table_then_once_then_the_budget() -> None:
+    """retry.settle: decide()'s decision, cut to one attempt for a request not to send twice,
+    then the host's budget -- a retry it denies is answered beside the give-up it became."""
+    from otel_liveness.core.retry import Failure, FailureKind, GiveUp, Retry, RetryState, settle
+
+    failure = Failure(FailureKind.STATUS, status=503)
+    policy = Policy()
+    decision, denied = settle(RetryState(), failure, policy, 0.0, wall_now=0.0, jitter=0.0, once=False, budget=None)
+    assert isinstance(decision, Retry) and denied is None
+    decision, denied = settle(RetryState(), failure, policy, 0.0, wall_now=0.0, jitter=0.0, once=True, budget=None)
+    assert isinstance(decision, GiveUp) and not decision.budget and denied is None
+    empty = HostBudget(BudgetRule(capacity=0.0, ratio=0.0, window=10.0, pause_initial=0.5, pause_max=60.0), 0.0)
+    decision, denied = settle(RetryState(), failure, policy, 0.0, wall_now=0.0, jitter=0.0, once=False, budget=empty)
+    assert isinstance(decision, GiveUp) and decision.budget
+    assert isinstance(denied, Retry) and denied.reason == decision.reason
+    # A request not to send twice gives up before the budget is asked for a token: none denied.
+    decision, denied = settle(RetryState(), failure, policy, 0.0, wall_now=0.0, jitter=0.0, once=True, budget=empty)
+    assert isinstance(decision, GiveUp) and not decision.budget and denied is None

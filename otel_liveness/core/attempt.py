@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from . import errors as E
 from .capture import new_capture
-from .clocks import AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
+from .clocks import TOLERANCE, AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
 from .events import CaptureItem, Event, Heartbeats, RetryScheduled, SemanticNotice, Verdict
 from .framing import Framer, SSEFramer, framer_for
@@ -310,6 +310,27 @@ class Attempt:
 
     def observe_gap(self, now: float) -> None:
         """Bytes arrived at ``now``: nothing to observe (a silence past the bound ended the read)."""
+
+    def read_verdict(self, now: float) -> Terminal | None:
+        """A read timed out at ``now``: the verdict it ended at -- a waking read's (``Engine.woke``),
+        or at our socket timeout a terminal deadline or, when it waited the whole bound, wire
+        silence -- else ``None`` (sooner than our bound: a broken read; or the caller's timeout)."""
+        expired, self.expired = self.expired, None
+        if expired is None and self.socket_timeout_ours:
+            clock = self.clock
+            expired = clock.poll_terminal(now + TOLERANCE)
+            if expired is None and clock.waited_bound(now):
+                expired = clock.wire_silence(now)
+        return expired
+
+    def breaks_as_opaque(self, responded: bool) -> bool:
+        """A read of the body broke (``responded``: the caller has the response): True when it
+        breaks as it would without the transport -- an opaque body (JSON) the caller has, or a
+        probed one (committed here: it breaks as an opaque body does)."""
+        if self.mode is _PROBING and not responded:
+            self.commit()
+            return True
+        return responded and not self.streaming
 
     def expired_read(self, now: float, start: float) -> Terminal | None:
         """The terminal deadline a read that started at ``start`` has passed at ``now``, if any."""

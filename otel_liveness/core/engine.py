@@ -16,19 +16,11 @@ commands instead of events::
 
 The request is in one :class:`~.state.State` at a time; :mod:`.state` holds the table of which
 input is legal in which state (any other raises :class:`~.errors.IllegalInput`) and which state
-may follow which. The engine decides; its parts keep the books:
-
-- :mod:`.attempt` -- one attempt: what is held and what is released (the holding rule, the JSON
-  probe, the in-band error split), the released prefix, the steady lane, the notices and the
-  verdicts shadow mode observes, the socket timeout;
-- :mod:`.clocks` -- every bound and verdict: which bound a read is judged by, when a waiting read
-  wakes (``Engine.wake_hint``, ``stop_hint``, ``raw_hint``), the socket timeout, wire silence,
-  notices;
-- :mod:`.retry` -- which failures are retried and after how long (:func:`.retry.decide`), and
-  what the host's retry budget allows (:func:`.retry.budgeted`);
-- :mod:`.report` -- the ending sequence (attempt record, capture, hooks, request end, published
-  report), run exactly once per attempt and once per request, and the typed errors a request ends
-  with.
+may follow which. The engine decides; its parts keep the books (``docs/architecture.md`` maps
+them): :mod:`.attempt` one attempt's (what is held and released, its body mode, the notices),
+:mod:`.clocks` every bound and verdict and when a waiting read wakes (``Engine.wake_hint``,
+``stop_hint``, ``raw_hint``), :mod:`.retry` which failures are retried, after how long and within
+the host's budget (:func:`.retry.settle`), :mod:`.report` the ending sequence and the typed errors.
 
 Shadow mode is chosen once: at the request's start (no retry budget, no exhausted-call cache) and
 at each attempt's, as its strategy (:class:`~.attempt.ShadowAttempt`: it observes, never holds,
@@ -72,9 +64,8 @@ from .retry import (
     Retry,
     RetryState,
     attempt_outcome,
-    budgeted,
-    decide,
     failure_kind,
+    settle,
     verdict_outcome,
 )
 from .state import INPUTS, TRANSITIONS, BodyMode, State
@@ -332,12 +323,7 @@ class Engine:
         attempt = self._read_failed(now, exc)
         if not isinstance(attempt, Attempt):
             return attempt
-        expired, attempt.expired = attempt.expired, None
-        if expired is None and attempt.socket_timeout_ours:
-            clock = attempt.clock
-            expired = clock.poll_terminal(now + TOLERANCE)
-            if expired is None and clock.waited_bound(now):  # (sooner: not our socket timeout -- a broken read)
-                expired = clock.wire_silence(now)
+        expired = attempt.read_verdict(now)
         if expired is None and attempt.callers_timeout(self.facts.read_timeout):
             # The caller's own read timeout, shorter than our bound: the caller's verdict on the
             # wait, not the provider's failure -- not retried (that would multiply the wait the
@@ -361,12 +347,9 @@ class Engine:
         attempt.observe_gap(now)
         failure_kind = FailureKind.CONNECT_ERROR if kind is IOFailure.CONNECT else FailureKind.READ_ERROR
         attempt.capture_item(now, failure_kind.value)
-        responded = self.state is _RESPONDED
-        if not attempt.streaming and attempt.mode is BodyMode.PROBING and not responded:
-            attempt.commit()  # a JSON body held to be judged: it breaks as an opaque body does
+        opaque = attempt.breaks_as_opaque(self.state is _RESPONDED)
         failure = Failure(failure_kind, attempt.clock.phase, attempt.committed)
-        if not attempt.streaming and (responded or attempt.mode is BodyMode.PROBING):
-            # An opaque body (JSON) breaks as it would without the transport.
+        if opaque:
             self._conclude_failure(now, failure)
             return Reraise(exc)
         return self._failed(now, failure, exc=exc)
@@ -545,15 +528,10 @@ class Engine:
             # not be sent twice (facts.once): its to act on, at once.
             self._conclude(now, attempt_outcome(failure), R.error_type(failure), StopReason.DEFERRED, failure.cause)
             return self._respond(passthrough=True)
-        decision = decide(self.retry_state, failure, self.policy, wall_now=self.wall_now(), jitter=self.jitter())
-        if self.facts.once and isinstance(decision, Retry):
-            decision = GiveUp(decision.reason, decision.rate_limited)  # (a request not to send twice: one attempt)
-        if self.budget is not None:
-            allowed = budgeted(self.budget, now, failure, decision)  # (the host's retry budget)
-            if isinstance(decision, Retry) and not isinstance(allowed, Retry):
-                self._emit(RetryDenied(self.report, attempt.index, self.since(now), decision.reason,
-                                       self.budget.fill(now)))
-            decision = allowed
+        decision, denied = settle(self.retry_state, failure, self.policy, now, wall_now=self.wall_now(),
+                                  jitter=self.jitter(), once=self.facts.once, budget=self.budget)
+        if denied is not None and self.budget is not None:
+            self._emit(RetryDenied(self.report, attempt.index, self.since(now), denied.reason, self.budget.fill(now)))
         problem = None
         if isinstance(decision, Retry) and self.body_replayable is not None:
             problem = self.body_replayable()

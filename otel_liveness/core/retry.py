@@ -70,6 +70,7 @@ __all__ = [
     "failure_kind",
     "failure_reason",
     "retry_after",
+    "settle",
     "throttling",
     "verdict_outcome",
 ]
@@ -359,6 +360,20 @@ def budgeted(budget: HostBudget, now: float, failure: Failure, decision: Decisio
     if wait > decision.delay:
         return Retry(wait, decision.reason, DelaySource.HOST_PAUSE, decision.rate_limited)
     return decision
+
+
+def settle(state: RetryState, failure: Failure, policy: Policy, now: float, *, wall_now: float, jitter: float,
+           once: bool, budget: HostBudget | None) -> tuple[Decision, Retry | None]:
+    """The request's decision on ``failure``: :func:`decide`'s, then one attempt only for a
+    request not to send twice (``once``), then the host's retry budget (:func:`budgeted`).
+    Answers the decision and the retry the budget denied (``None``: none)."""
+    decision = decide(state, failure, policy, wall_now=wall_now, jitter=jitter)
+    if once and isinstance(decision, Retry):
+        decision = GiveUp(decision.reason, decision.rate_limited)
+    if budget is None:
+        return decision, None
+    allowed = budgeted(budget, now, failure, decision)
+    return allowed, decision if isinstance(decision, Retry) and not isinstance(allowed, Retry) else None
 
 
 def failure_kind(verdict: Terminal) -> FailureKind:
