@@ -367,26 +367,14 @@ class Engine:
         reason was on the wire and released) that is a completed reply, not a cancellation:
         clients close once they have what they need (litellm's sync Anthropic path closes after
         ``message_delta``, before ``message_stop``, on every call)."""
-        attempt = self.attempt
-        if attempt is None or self.state is _ENDED:
-            return
-        if attempt.finished_reply():
-            self._complete(now)
-        else:
-            self._conclude(now, AttemptOutcome.CANCELLED, "closed", StopReason.CANCELLED, "closed")
+        self._cancelled(now, "closed", "closed", whole=True)
 
     @_input
     def abandoned(self, now: float, exc: BaseException) -> None:
         """An exception that is not the engine's answer escaped the driver (the task was cancelled,
         the host raised): the attempt and request end as cancelled, once -- or as completed when
         the reply's stop reason had already arrived (as :meth:`closed`)."""
-        attempt = self.attempt
-        if self.state is _ENDED or attempt is None:
-            return
-        if self.state is _RESPONDED and attempt.finished_reply():
-            self._complete(now)
-            return
-        self._conclude(now, AttemptOutcome.CANCELLED, type(exc).__name__, StopReason.CANCELLED, "cancelled")
+        self._cancelled(now, type(exc).__name__, "cancelled", whole=self.state is _RESPONDED)
 
     @_input
     def woke(self, now: float, start: float) -> bool:
@@ -427,6 +415,17 @@ class Engine:
         except Exception as exc:  # noqa: BLE001  (judging_failed raises what is not the body's fault)
             release = attempt.judging_failed(exc, unjudged)
             return self._malformed(now, exc) if release is None else release
+
+    def _cancelled(self, now: float, error_type: str, cause: str, *, whole: bool) -> None:
+        """What :meth:`closed` and :meth:`abandoned` do: end the live attempt and the request as
+        cancelled -- or completed, when ``whole`` may hold and the reply's stop reason arrived."""
+        attempt = self.attempt
+        if attempt is None or self.state is _ENDED:
+            return
+        if whole and attempt.finished_reply():
+            self._complete(now)
+        else:
+            self._conclude(now, AttemptOutcome.CANCELLED, error_type, StopReason.CANCELLED, cause)
 
     def _read_failed(self, now: float, exc: BaseException) -> Attempt | Command:
         """What :meth:`timed_out` and :meth:`io_error` open with: the command when the failed
