@@ -15,10 +15,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from otel_liveness.core import bulk
-from otel_liveness.core.anthropic import decode_partial, replay_journal
+from otel_liveness.core.anthropic import decode_partial
 from otel_liveness.core.bulk import JOURNAL_CLIPPED, JOURNAL_OPEN, JOURNAL_STOPPED, PyScanner
 from otel_liveness.core.errors import FrameTooLarge
 from otel_liveness.core.framing import _ROLES, SSEFramer, _comment_kind
+from otel_liveness.core.journal import replay_journal
 from otel_liveness.core.outcome import FrameKind
 from otel_liveness.core.providers import PREFIX, StreamFacts, profile_for
 from otel_liveness.core.sse import SSEScanner

@@ -12,7 +12,7 @@
  *   - the journal (Anthropic wires): the content events in a compact form. Content_block_deltas
  *     of the API's canonical shape are recorded as runs: (field, index) once, then each JSON
  *     string body as it came on the wire, with a varint length; every other content event
- *     (message_start, block start/stop, message_delta, non-canonical deltas) as its block. Nothing is decoded here; core/anthropic.py replays the
+ *     (message_start, block start/stop, message_delta, non-canonical deltas) as its block. Nothing is decoded here; core/journal.py replays the
  *     journal into the partial message when a truncation is raised. Bounded by journal_max
  *     (clipped beyond it); stopped at the first error frame.
  *   - the hold (before content): the blocks that are not heartbeats, each with its blank line,
