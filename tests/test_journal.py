@@ -1,6 +1,6 @@
 """The content journal (``core/journal.py``): what its writer records, its reader replays into the
 partial message the recorded frames decode to; a retracted read leaves it as it was; its bound
-is never passed. The C half is held to the same bytes in ``tests/test_bulk.py``
+is never passed. The C half (``_journal.h``) is held to the same bytes in ``tests/test_bulk.py``
 (through the scanners) and below."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ Two records ride along, so that a stream keeps what a truncation needs rather th
 
 * the **journal** (Anthropic wires, ``journal_max >= 0``): the content events, compactly -- the
   scanner says which blocks are content (semantic or preamble) and which is an error; the
-  records, their writer (:class:`~.journal.Journal`; in C, ``_bulk.c``'s) and their reader
+  records, their writer (:class:`~.journal.Journal`; in C, ``_journal.h``) and their reader
   (:func:`~.journal.replay_journal`) are :mod:`.journal`'s. It stops at the first error frame and
   is *clipped* (stops growing) past ``journal_max`` bytes. :meth:`retract` forgets what the last
   read added (a read that was not released after all).

@@ -19,9 +19,11 @@ and :meth:`Journal.retract` forget what the last read added (a read that was not
 all).
 
 The writer is kept by the bulk scanner (:class:`~.bulk.PyScanner`, which tells it which blocks are
-content and which is an error). Its C half is the journal section of ``core/_bulk.c`` (the
-canonical-delta parser and the record writer), writing the same bytes: ``tests/test_bulk.py`` keeps the two equal, ``tests/test_journal.py`` holds the
-round trip (written, then replayed: the partial message the journaled bytes decode to).
+content and which is an error). Its C half is ``core/_journal.h``, included by ``_bulk.c`` (the
+``Journal`` struct the C scanner embeds, the canonical-delta parser, the record writer and the
+mark a read is retracted to), writing the same bytes: ``tests/test_bulk.py`` and
+``tests/test_journal.py`` keep the two equal; ``tests/test_journal.py`` also holds the round trip
+(written, then replayed: the partial message the journaled bytes decode to).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ JOURNAL_STOPPED = 2
 
 #: A ``content_block_delta`` block of the API's canonical shape: index (no leading zero, at most 9
 #: digits), type and field, and the JSON string body as on the wire (no unescaped quote, no LF,
-#: every backslash followed by a byte). ``_bulk.c`` recognises exactly these.
+#: every backslash followed by a byte). ``_journal.h`` recognises exactly these.
 _DELTA = re.compile(
     rb'event: content_block_delta\ndata: \{"type":"content_block_delta","index":(0|[1-9][0-9]{0,8}),"delta":\{"type":"'
     rb'(text_delta","text|thinking_delta","thinking|signature_delta","signature|input_json_delta","partial_json)'
@@ -85,7 +87,7 @@ def _varint(n: int) -> bytes:
 
 
 class Journal:
-    """The journal's writer (reference implementation; ``_bulk.c`` has the same in C).
+    """The journal's writer (reference implementation; ``_journal.h`` is the same in C).
 
     ``limit`` is its bound in bytes (``-1``: no journal is kept). :attr:`writing` says whether a
     content block would be recorded; :attr:`run_head` is the open run's delta head (the block up
