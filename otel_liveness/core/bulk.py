@@ -9,7 +9,11 @@ reference implementation; ``_bulk.c`` is the same class in C (``NATIVE`` says wh
 kept equal to this one by ``tests/test_bulk.py``. ``OTEL_LIVENESS_PURE=1`` selects the reference
 (and the reference steady lane) whatever is built.
 
-The scanner keeps the :class:`~.sse.SSEScanner` guarantees (it *is* one, plus classification):
+The framing is :mod:`.sse`'s, the one Python reference: :class:`PyScanner` scans through an
+:class:`~.sse.SSEScanner` and splits head comment lines with its helpers
+(:func:`~.sse.comment_frames`, :func:`~.sse.without_head_comments`), adding only classification,
+the hold and what it hands the journal. The scanner keeps the :class:`~.sse.SSEScanner`
+guarantees (it *is* one, plus classification):
 every split of the same bytes into reads yields the same frames; LF, CR and CRLF line ends; the
 UTF-8 BOM at the stream start; comment lines at the head of a block are heartbeat frames the
 moment their line ends; a frame larger than ``max_frame_bytes`` raises
@@ -52,7 +56,7 @@ from typing import Any
 
 from .errors import FrameTooLarge
 from .journal import JOURNAL_CLIPPED, JOURNAL_OPEN, JOURNAL_STOPPED, Journal, canonical_delta
-from .sse import SSEScanner, whole_frame
+from .sse import SSEScanner, comment_frames, whole_frame, without_head_comments
 
 __all__ = ["JOURNAL_CLIPPED", "JOURNAL_OPEN", "JOURNAL_STOPPED", "NATIVE", "PURE", "PyScanner", "Scanner",
            "canonical_delta"]
@@ -232,8 +236,8 @@ class PyScanner:
             if kind is not None:
                 block_kinds: Sequence[Any] = (kind,)
                 out.append(kind)
-            elif block[:1] == b":" and all(line[:1] == b":" for line in block.split(b"\n")):
-                block_kinds = [self._comment] * (block.count(b"\n") + 1)
+            elif lines := comment_frames(block):
+                block_kinds = [self._comment] * lines
                 out += block_kinds
             else:
                 self._busy = True
@@ -245,9 +249,7 @@ class PyScanner:
             if not (journaling or keeping) or (not keeping and heartbeat in block_kinds and len(block_kinds) == 1):
                 continue
             # comment lines at the head of a block are heartbeats of their own: neither keeps them
-            while block[:1] == b":":
-                nl = block.find(b"\n")
-                block = block[nl + 1 :] if nl >= 0 else b""
+            block = without_head_comments(block)
             if not block:
                 continue
             if journaling:
