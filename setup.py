@@ -65,7 +65,7 @@ setup(
         Extension(
             "otel_liveness.core._bulk",
             ["otel_liveness/core/_bulk.c"],
-            depends=["otel_liveness/core/bulk_api.h"],
+            depends=["otel_liveness/core/bulk_api.h", "otel_liveness/core/_journal.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -15,10 +15,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from otel_liveness.core import bulk
-from otel_liveness.core.anthropic import decode_partial, replay_journal
+from otel_liveness.core.anthropic import decode_partial
 from otel_liveness.core.bulk import JOURNAL_CLIPPED, JOURNAL_OPEN, JOURNAL_STOPPED, PyScanner
 from otel_liveness.core.errors import FrameTooLarge
 from otel_liveness.core.framing import _ROLES, SSEFramer, _comment_kind
+from otel_liveness.core.journal import replay_journal
 from otel_liveness.core.outcome import FrameKind
 from otel_liveness.core.providers import PREFIX, StreamFacts, profile_for
 from otel_liveness.core.sse import SSEScanner
@@ -843,3 +844,47 @@ def test_c_and_reference_beating_key_the_fast_table_alike(table: tuple[int, list
         method = {"feed": "feed", "admit": "admit", "blocks": "feed_blocks"}[how[i % len(how)]]
         assert outcome(getattr(c, method), chunk) == outcome(getattr(py, method), chunk), (method, chunk)
         assert _beating_state(c) == _beating_state(py)
+
+
+# -- one framing: the bulk scanners (C and reference) split every stream of an adversarial corpus
+#    into the blocks the general path's SSEScanner does, for every way of reading it
+
+def _corpus() -> list[tuple[str, bytes]]:
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "fuzz" / "corpus.py"
+    spec = importlib.util.spec_from_file_location("_fuzz_corpus", path)
+    assert spec is not None and spec.loader is not None
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    out = [(provider, stream) for provider, bodies in corpus.streams().items()
+           for body in bodies for stream in corpus.variants(body)]
+    adversarial = b"".join(PIECES)  # every delta shape, comments at heads, blank-line runs, an unended tail
+    for mode, seed in (("lf", 0), ("crlf", 0), ("cr", 0), ("mixed", 1), ("mixed", 2)):
+        out.append(("anthropic", with_line_ends(adversarial, mode, seed)))
+        out.append(("anthropic", b"\xef\xbb\xbf" + with_line_ends(_MERGED + adversarial, mode, seed)))
+    return out
+
+
+def _reads(data: bytes) -> list[list[bytes]]:
+    sizes = [len(data) or 1, 1, 2, 3, 7, 64, max(1, len(data) // 3)]
+    return [[data[i : i + n] for i in range(0, len(data), n)] for n in sizes]
+
+
+def test_the_bulk_scanners_frame_a_corpus_as_the_sse_scanner_does() -> None:
+    corpus = _corpus()
+    assert len(corpus) > 40 and {p for p, _ in corpus} >= {"anthropic", "openai-chat", "gemini", "openrouter"}
+    for provider, data in corpus:
+        for reads in _reads(data):
+            general = SSEScanner(1 << 20)
+            blocks = [b for r in reads for b in general.feed_blocks(r)] + general.close_blocks(complete_lines=True)
+            p = profile_for(provider)
+            kinds = p.classify_blocks(blocks, StreamFacts())
+            for cls in {bulk.Scanner, PyScanner}:
+                scanner, _ = make(cls, provider)
+                got = [b for r in reads for b in scanner.feed_blocks(r)] + scanner.close_blocks(complete_lines=True)
+                assert got == blocks, (cls, provider, len(reads))
+                assert scanner.discarded == general.discarded
+                kinded, _ = make(cls, provider)
+                assert [k for r in reads for k in kinded.feed(r)] + kinded.close(complete_lines=True) == kinds

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_liveness.core.errors import FrameTooLarge
-from otel_liveness.core.sse import COMMENT, Frame, SSEScanner
+from otel_liveness.core.sse import COMMENT, Frame, SSEScanner, comment_frames, parse_block, without_head_comments
 
 
 def scan(data: bytes, *, chunks: list[int] | None = None, bound: int = 1 << 20) -> list[Frame]:
@@ -204,3 +204,35 @@ def test_restore_takes_back_everything_a_read_changed(data: bytes, cuts: list[in
     expected += [(f.event, f.data) for f in plain.close()]
     got += [(f.event, f.data) for f in detoured.close()]
     assert got == expected and detoured.discarded == plain.discarded
+
+
+# -- the head-comment rules, one copy: what parse_block makes of a block is what the scanners'
+#    helpers say (the bulk scanner counts and strips head comments with them, without parsing)
+
+_LINES = [b": keep-alive", b":", b"::x", b": ", b"data: x", b"data:", b"event: e", b"event:e", b"id: 1", b"retry: 5",
+          b"x", b"data: :", b" : y", b"\xff"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(lines=st.lists(st.sampled_from(_LINES), min_size=1, max_size=8))
+def test_the_head_comment_helpers_say_what_parse_block_makes(lines: list[bytes]) -> None:
+    block = b"\n".join(lines)
+    frames: list[Frame] = []
+    parse_block(block, frames)
+    heads = next((i for i, line in enumerate(lines) if line[:1] != b":"), len(lines))
+    assert [f.event for f in frames[:heads]] == [COMMENT] * heads
+    count = comment_frames(block)
+    rest = without_head_comments(block)
+    if heads == len(lines):  # comment lines only: each a frame, nothing after them
+        assert count == len(frames) == len(lines)
+        assert rest == b""
+        return
+    assert count == 0
+    assert rest == b"\n".join(lines[heads:])
+    after = frames[heads:]
+    assert len(after) <= 1
+    if after:  # the frame after the head comments is made of the rest, and measured on it
+        assert after[0].size == len(rest) + 2
+        alone: list[Frame] = []
+        parse_block(rest, alone)
+        assert alone == after

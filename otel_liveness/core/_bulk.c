@@ -9,12 +9,10 @@
  * back as one list.
  *
  * Besides the kinds, the scanner keeps two things a truncation needs without keeping the reply:
- *   - the journal (Anthropic wires): the content events in a compact form. Content_block_deltas
- *     of the API's canonical shape are recorded as runs: (field, index) once, then each JSON
- *     string body as it came on the wire, with a varint length; every other content event
- *     (message_start, block start/stop, message_delta, non-canonical deltas) as its block. Nothing is decoded here; core/anthropic.py replays the
- *     journal into the partial message when a truncation is raised. Bounded by journal_max
- *     (clipped beyond it); stopped at the first error frame.
+ *   - the journal (Anthropic wires): the content events in a compact form. This file says which
+ *     blocks are content and which is an error; the writer is _journal.h (the C half of
+ *     core/journal.py, whose replay_journal decodes it into the partial message when a truncation
+ *     is raised). Bounded by journal_max (clipped beyond it); stopped at the first error frame.
  *   - the hold (before content): the blocks that are not heartbeats, each with its blank line,
  *     so that held heartbeats need not be replayed byte for byte (see the engine).
  */
@@ -36,17 +34,12 @@
 
 #define MAX_KEYS 16
 #define SPAN_STACK 256
-#define JOURNAL_OPEN 0
-#define JOURNAL_CLIPPED 1
-#define JOURNAL_STOPPED 2
 
 typedef struct {
     char *buf;
     Py_ssize_t len;
     Py_ssize_t cap;
 } Buf;
-
-static const char DELTA_HEAD[] = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
 
 static int
 buf_reserve(Buf *b, Py_ssize_t extra)
@@ -107,6 +100,73 @@ buf_trim(Buf *b)
     }
 }
 
+/* Equality of short byte strings, 8 bytes at a time (no library call for a few dozen bytes). */
+static inline uint64_t
+load8(const char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+static inline int
+mem_eq(const char *a, const char *b, Py_ssize_t n)
+{
+    if (n >= 8) {
+        /* branch-free: the compares of a template all run (they nearly always match) */
+        uint64_t diff = 0;
+        Py_ssize_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            diff |= load8(a + i) ^ load8(b + i);
+        if (i < n)
+            diff |= load8(a + n - 8) ^ load8(b + n - 8); /* the tail as one overlapping word */
+        return diff == 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (a[i] != b[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* memcpy for the few bytes a delta's text usually is, without a library call */
+static inline void
+copy_small(char *dst, const char *src, Py_ssize_t n)
+{
+    /* fixed-size moves only (a byte loop would be turned back into a memcpy call) */
+    if (n >= 8 && n <= 16) {
+        uint64_t a = load8(src), b = load8(src + n - 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    }
+    else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    }
+    else if (n > 0 && n < 4) {
+        dst[0] = src[0];
+        dst[n / 2] = src[n / 2];
+        dst[n - 1] = src[n - 1];
+    }
+    else if (n > 16 && n <= 32) {
+        uint64_t a = load8(src), b = load8(src + 8), c = load8(src + n - 16), d = load8(src + n - 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + 8, &b, 8);
+        memcpy(dst + n - 16, &c, 8);
+        memcpy(dst + n - 8, &d, 8);
+    }
+    else if (n > 32) {
+        memcpy(dst, src, (size_t)n);
+    }
+}
+
+/* The content journal's writer (core/journal.py's Journal, in C): its state, the canonical-delta
+ * parser and the record writer, one unit. */
+#include "_journal.h"
+
 typedef struct {
     PyObject_HEAD
     /* What an admitted read touches comes first, together (a few cache lines: between reads of a
@@ -126,14 +186,7 @@ typedef struct {
     Py_ssize_t trailing;     /* ... of them, after its last semantic frame */
     PyObject *hold;          /* list, or NULL */
     Buf pend;                /* the block in progress, LF-normalised (or the start of a BOM) */
-    Py_ssize_t journal_max;  /* < 0: no journal */
-    int jstate;
-    int mark_state;
-    Buf journal;
-    Py_ssize_t run;          /* offset of the journal's last record if it is a run, else -1 */
-    Py_ssize_t mark_len;
-    Py_ssize_t mark_run;
-    uint32_t mark_run_len;
+    Journal journal;         /* (_journal.h) */
     int colon_keys;          /* a key starts with ':': a comment line may be a fast frame */
     Py_ssize_t nkeys;
     PyObject *fast;          /* tuple of (bytes, kind) */
@@ -230,7 +283,7 @@ Scanner_dealloc(Scanner *self)
     PyObject_GC_UnTrack(self);
     Scanner_clear(self);
     buf_free(&self->pend);
-    buf_free(&self->journal);
+    buf_free(&self->journal.data);
     buf_free(&self->norm);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -321,17 +374,10 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     self->hold = NULL;
     self->max_frame = max_frame;
     self->prefix = prefix;
-    self->journal_max = journal_max;
     self->beating = 0;
     self->beats = self->trailing = 0;
-    self->jstate = JOURNAL_OPEN;
     self->pend.len = 0;
-    self->journal.len = 0;
-    self->run = -1;
-    self->mark_len = 0;
-    self->mark_state = JOURNAL_OPEN;
-    self->mark_run = -1;
-    self->mark_run_len = 0;
+    journal_init(&self->journal, journal_max);
     self->started = 0;
     self->pending_cr = 0;
     self->discarded = 0;
@@ -340,69 +386,6 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
 }
 
 /* -- classification ---------------------------------------------------------------------------- */
-
-/* Equality of short byte strings, 8 bytes at a time (no library call for a few dozen bytes). */
-static inline uint64_t
-load8(const char *p)
-{
-    uint64_t x;
-    memcpy(&x, p, 8);
-    return x;
-}
-
-static inline int
-mem_eq(const char *a, const char *b, Py_ssize_t n)
-{
-    if (n >= 8) {
-        /* branch-free: the compares of a template all run (they nearly always match) */
-        uint64_t diff = 0;
-        Py_ssize_t i = 0;
-        for (; i + 8 <= n; i += 8)
-            diff |= load8(a + i) ^ load8(b + i);
-        if (i < n)
-            diff |= load8(a + n - 8) ^ load8(b + n - 8); /* the tail as one overlapping word */
-        return diff == 0;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (a[i] != b[i])
-            return 0;
-    }
-    return 1;
-}
-
-/* memcpy for the few bytes a delta's text usually is, without a library call */
-static inline void
-copy_small(char *dst, const char *src, Py_ssize_t n)
-{
-    /* fixed-size moves only (a byte loop would be turned back into a memcpy call) */
-    if (n >= 8 && n <= 16) {
-        uint64_t a = load8(src), b = load8(src + n - 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + n - 8, &b, 8);
-    }
-    else if (n >= 4 && n < 8) {
-        uint32_t a, b;
-        memcpy(&a, src, 4);
-        memcpy(&b, src + n - 4, 4);
-        memcpy(dst, &a, 4);
-        memcpy(dst + n - 4, &b, 4);
-    }
-    else if (n > 0 && n < 4) {
-        dst[0] = src[0];
-        dst[n / 2] = src[n / 2];
-        dst[n - 1] = src[n - 1];
-    }
-    else if (n > 16 && n <= 32) {
-        uint64_t a = load8(src), b = load8(src + 8), c = load8(src + n - 16), d = load8(src + n - 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + 8, &b, 8);
-        memcpy(dst + n - 16, &c, 8);
-        memcpy(dst + n - 8, &d, 8);
-    }
-    else if (n > 32) {
-        memcpy(dst, src, (size_t)n);
-    }
-}
 
 /* The index of the fast prefix the block b[0:n] starts with, or -1: dict.get(block[:prefix])
  * semantics (a key matches the block's first min(n, prefix) bytes, lengths equal). */
@@ -435,319 +418,6 @@ comment_lines(const char *b, Py_ssize_t n)
     return lines;
 }
 
-/* -- the journal ------------------------------------------------------------------------------- */
-
-static const char DELTA_MID[] = ",\"delta\":{\"type\":\"";
-#define DELTA_TYPE_TEXT "text_delta\",\"text\":\""
-#define DELTA_TYPE_THINKING "thinking_delta\",\"thinking\":\""
-#define DELTA_TYPE_SIGNATURE "signature_delta\",\"signature\":\""
-#define DELTA_TYPE_INPUT "input_json_delta\",\"partial_json\":\""
-#define DELTA_CODE_TEXT 't'
-#define DELTA_CODE_THINKING 'k'
-#define DELTA_CODE_SIGNATURE 's'
-#define DELTA_CODE_INPUT 'j'
-
-
-/* little-endian u32 at p (the journal's byte order, whatever the host's) */
-static inline void
-put_u32(char *p, uint32_t v)
-{
-#if PY_LITTLE_ENDIAN
-    memcpy(p, &v, 4);
-#else
-    p[0] = (char)(v & 0xff);
-    p[1] = (char)((v >> 8) & 0xff);
-    p[2] = (char)((v >> 16) & 0xff);
-    p[3] = (char)((v >> 24) & 0xff);
-#endif
-}
-
-static inline uint32_t
-get_u32(const char *p)
-{
-#if PY_LITTLE_ENDIAN
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-#else
-    const unsigned char *u = (const unsigned char *)p;
-    return (uint32_t)u[0] | ((uint32_t)u[1] << 8) | ((uint32_t)u[2] << 16) | ((uint32_t)u[3] << 24);
-#endif
-}
-
-/* LEB128: 7 bits a byte, low first, the high bit set on all but the last */
-static Py_ssize_t
-put_varint(char *p, uint32_t v)
-{
-    Py_ssize_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (char)((v & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (char)v;
-    return n;
-}
-
-/* A canonical delta, parsed: the journal's code, the block index, the string body (its offset in
- * the block and length). */
-typedef struct {
-    int ok;
-    char code;
-    uint32_t index;
-    Py_ssize_t foff;
-    Py_ssize_t flen;
-} Delta;
-
-/* The canonical shape after DELTA_HEAD, from b[hl] on: index digits, DELTA_MID, a delta type and
- * field; returns the offset of the string body, or -1. */
-static ALWAYS_INLINE Py_ssize_t
-delta_fields(const char *b, Py_ssize_t n, char *code, uint32_t *index)
-{
-    const Py_ssize_t hl = (Py_ssize_t)sizeof(DELTA_HEAD) - 1;
-    Py_ssize_t p = hl;
-    uint32_t idx = 0;
-    Py_ssize_t digits = 0;
-    while (p < n && b[p] >= '0' && b[p] <= '9' && digits < 10) {
-        idx = idx * 10 + (uint32_t)(b[p] - '0');
-        p++;
-        digits++;
-    }
-    if (digits == 0 || digits > 9 || (digits > 1 && b[hl] == '0'))
-        return -1;
-    const Py_ssize_t ml = (Py_ssize_t)sizeof(DELTA_MID) - 1;
-    if (n - p < ml || !mem_eq(b + p, DELTA_MID, ml))
-        return -1;
-    p += ml;
-    if (p + 2 > n)
-        return -1;
-    /* the delta type by its first two bytes: te(xt), th(inking), si(gnature), in(put_json); each
-       compared as a constant (unrolled) */
-#define DELTA_TYPE(t)                                                                             \
-    do {                                                                                          \
-        if (n - p < (Py_ssize_t)sizeof(DELTA_TYPE_##t) - 1                                          \
-            || !mem_eq(b + p, DELTA_TYPE_##t, (Py_ssize_t)sizeof(DELTA_TYPE_##t) - 1))              \
-            return -1;                                                                            \
-        *code = DELTA_CODE_##t;                                                                   \
-        *index = idx;                                                                             \
-        return p + (Py_ssize_t)sizeof(DELTA_TYPE_##t) - 1;                                        \
-    } while (0)
-    switch (b[p]) {
-    case 't':
-        if (b[p + 1] == 'e')
-            DELTA_TYPE(TEXT);
-        DELTA_TYPE(THINKING);
-    case 's':
-        DELTA_TYPE(SIGNATURE);
-    case 'i':
-        DELTA_TYPE(INPUT);
-    default:
-        return -1;
-    }
-#undef DELTA_TYPE
-}
-
-/* The end of a JSON string body that starts at d[i]: the index of its first unescaped quote, or
- * -1 when an LF (or, with `cr`, a CR) comes first, a backslash is followed by an LF or ends d[0:n],
- * or no quote ends it in d[0:n]. A backslash always takes the next byte (no escape is decoded or
- * checked here). Eight bytes at a time while they hold none of the bytes that matter: a delta's
- * text runs to tens of bytes, and a byte loop is measurably slower (docs/benchmarks.md). */
-#define SWAR_ONES 0x0101010101010101ULL
-#define SWAR_HIGHS 0x8080808080808080ULL
-
-static ALWAYS_INLINE uint64_t
-swar_has(uint64_t word, uint64_t byte)
-{
-    /* the high bit of each byte of word equal to byte (exact for the lowest such byte; a byte above
-       it may be flagged too, which the caller never looks at) */
-    uint64_t x = word ^ (SWAR_ONES * byte);
-    return (x - SWAR_ONES) & ~x & SWAR_HIGHS;
-}
-
-static ALWAYS_INLINE Py_ssize_t
-string_end(const char *d, Py_ssize_t i, Py_ssize_t n, const int cr)
-{
-    /* the first two bytes one by one: a one-character delta (common) ends before a word is loaded
-       (measured against the first eight bytes one by one, and none: two was the best balance for
-       one-character and 24-character deltas alike; bench_scanner, docs/benchmarks.md) */
-    Py_ssize_t quick = i + 2 < n ? i + 2 : n;
-    for (;;) {
-        while (i < quick) {
-            char c = d[i];
-            if (c == '"')
-                return i;
-            if (c == '\\') {
-                if (i + 1 >= n || d[i + 1] == '\n' || (cr && d[i + 1] == '\r'))
-                    return -1;
-                i += 2;
-            }
-            else if (c == '\n' || (cr && c == '\r')) {
-                return -1;
-            }
-            else {
-                i++;
-            }
-        }
-        if (i >= n)
-            return -1;
-#if PY_LITTLE_ENDIAN && (defined(__GNUC__) || defined(__clang__))
-        while (i + 8 <= n) {
-            uint64_t w = load8(d + i);
-            uint64_t hit = swar_has(w, '"') | swar_has(w, '\\') | swar_has(w, '\n');
-            if (cr)
-                hit |= swar_has(w, '\r');
-            if (hit) {
-                i += (Py_ssize_t)(__builtin_ctzll(hit) >> 3);
-                break;
-            }
-            i += 8;
-        }
-        if (i >= n)
-            return -1;
-#endif
-        quick = i + 1; /* the byte the words stopped at (or the tail, one by one) */
-    }
-}
-
-/* A canonical delta block at the start of d[0:n], found without knowing where the block ends: its
- * string body runs to the first unescaped quote, which must be followed by '}}' and the blank line.
- * Returns the block's length (the index of the blank line's first LF), or -1: not canonical, or
- * not complete in d (the caller then finds the block's end the general way). */
-static ALWAYS_INLINE Py_ssize_t
-delta_at(const char *d, Py_ssize_t n, Delta *dl)
-{
-    const Py_ssize_t hl = (Py_ssize_t)sizeof(DELTA_HEAD) - 1;
-    if (n <= hl || !mem_eq(d, DELTA_HEAD, hl))
-        return -1;
-    Py_ssize_t p = delta_fields(d, n, &dl->code, &dl->index);
-    if (p < 0)
-        return -1;
-    Py_ssize_t i = string_end(d, p, n, 1); /* (a CR is a line end of its own: never canonical) */
-    if (i < 0 || i + 4 >= n || d[i + 1] != '}' || d[i + 2] != '}' || d[i + 3] != '\n' || d[i + 4] != '\n')
-        return -1;
-    dl->ok = 1;
-    dl->foff = p;
-    dl->flen = i - p;
-    return i + 3;
-}
-
-/* A content_block_delta of the canonical shape: its code, index and string body. */
-static int
-canonical_delta(const char *b, Py_ssize_t n, Py_ssize_t known, char *code, uint32_t *index, const char **frag,
-                Py_ssize_t *flen)
-{
-    /* known: how many leading bytes are already known to be DELTA_HEAD's (a fast prefix matched) */
-    const Py_ssize_t hl = (Py_ssize_t)sizeof(DELTA_HEAD) - 1;
-    if (n < hl + 1 + 3 || !mem_eq(b + known, DELTA_HEAD + known, hl - known))
-        return 0;
-    /* 0 | [1-9][0-9]{0,8} */
-    Py_ssize_t p = delta_fields(b, n, code, index);
-    if (p < 0)
-        return 0;
-    Py_ssize_t end = n - 3; /* '"}}' */
-    if (end < p || b[end] != '"' || b[end + 1] != '}' || b[end + 2] != '}')
-        return 0;
-    /* the string body: no unescaped quote, no LF, a backslash always takes the next byte -- its
-       first unescaped quote is the one at end */
-    if (string_end(b, p, end + 1, 0) != end)
-        return 0;
-    *frag = b + p;
-    *flen = end - p;
-    return 1;
-}
-
-static int
-journal_put(Scanner *s, const char *head, Py_ssize_t hn, const char *body, Py_ssize_t bn)
-{
-    if (s->journal.len + hn + bn > s->journal_max) {
-        s->jstate = JOURNAL_CLIPPED;
-        return 0;
-    }
-    Buf *j = &s->journal;
-    Py_ssize_t need = j->len + hn + bn;
-    if (need > j->cap) {
-        /* grow by a quarter (the journal is kept for the stream's life: little slack), never past
-           the bound */
-        Py_ssize_t cap = j->cap + j->cap / 4;
-        if (cap < need)
-            cap = need;
-        if (cap < 1024)
-            cap = 1024;
-        if (cap > s->journal_max)
-            cap = need > s->journal_max ? need : s->journal_max;
-        char *p = PyMem_Realloc(j->buf, (size_t)cap);
-        if (p == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        j->buf = p;
-        j->cap = cap;
-    }
-    copy_small(s->journal.buf + s->journal.len, head, hn);
-    copy_small(s->journal.buf + s->journal.len + hn, body, bn);
-    s->journal.len += hn + bn;
-    return 0;
-}
-
-/* Record a content block: canonical deltas compactly (a run per block and field), anything else
- * as the block. */
-static int
-journal_block(Scanner *s, const char *b, Py_ssize_t n, Py_ssize_t known, const Delta *dl)
-{
-    if (s->journal_max < 0 || s->jstate != JOURNAL_OPEN)
-        return 0;
-    char code;
-    uint32_t index;
-    const char *frag;
-    Py_ssize_t flen;
-    char head[9 + 5];
-    int canon;
-    if (dl != NULL && dl->ok) {
-        canon = 1;
-        code = dl->code;
-        index = dl->index;
-        frag = b + dl->foff;
-        flen = dl->flen;
-    }
-    else {
-        canon = canonical_delta(b, n, known, &code, &index, &frag, &flen);
-    }
-    if (canon) {
-        Py_ssize_t run = s->run;
-        Buf *j = &s->journal;
-        if (run >= 0 && j->buf[run] == code && get_u32(j->buf + run + 1) == index) {
-            /* the same block and field as the last record: extend the run */
-            if (flen < 128 && j->len + 1 + flen <= j->cap && j->len + 1 + flen <= s->journal_max) {
-                char *w = j->buf + j->len; /* the common case, in place: one length byte, the body */
-                w[0] = (char)flen;
-                copy_small(w + 1, frag, flen);
-                j->len += 1 + flen;
-                put_u32(j->buf + run + 5, get_u32(j->buf + run + 5) + (uint32_t)(1 + flen));
-                return 0;
-            }
-            Py_ssize_t vn = put_varint(head, (uint32_t)flen);
-            if (journal_put(s, head, vn, frag, flen) < 0)
-                return -1;
-            if (s->jstate == JOURNAL_OPEN)
-                put_u32(j->buf + run + 5, get_u32(j->buf + run + 5) + (uint32_t)(vn + flen));
-            return 0;
-        }
-        head[0] = code;
-        put_u32(head + 1, index);
-        Py_ssize_t vn = put_varint(head + 9, (uint32_t)flen);
-        put_u32(head + 5, (uint32_t)(vn + flen));
-        Py_ssize_t at = s->journal.len;
-        if (journal_put(s, head, 9 + vn, frag, flen) < 0)
-            return -1;
-        if (s->jstate == JOURNAL_OPEN)
-            s->run = at;
-        return 0;
-    }
-    head[0] = 'R';
-    put_u32(head + 1, (uint32_t)n);
-    s->run = -1;
-    return journal_put(s, head, 5, b, n);
-}
-
 /* What a classified block means for the journal and the hold. Comment lines at the head of a
  * block are heartbeats of their own: neither keeps them. */
 static int
@@ -775,10 +445,10 @@ account(Scanner *s, const char *b, Py_ssize_t n, PyObject *const *kinds, Py_ssiz
         if (k != s->heartbeat)
             other = 1;
     }
-    if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN) {
+    if (journal_writing(&s->journal)) {
         if (error)
-            s->jstate = JOURNAL_STOPPED;
-        else if (content && journal_block(s, b, n, known, dl) < 0)
+            s->journal.state = JOURNAL_STOPPED;
+        else if (content && journal_block(&s->journal, b, n, known, dl) < 0)
             return -1;
     }
     if (s->hold != NULL && other) {
@@ -1232,10 +902,7 @@ check_bounds(Scanner *s, const char *d, Py_ssize_t n, Scan *sc)
 static void
 mark(Scanner *s)
 {
-    s->mark_len = s->journal.len;
-    s->mark_state = s->jstate;
-    s->mark_run = s->run;
-    s->mark_run_len = s->run >= 0 ? get_u32(s->journal.buf + s->run + 5) : 0;
+    journal_mark(&s->journal);
 }
 
 /* feed / feed_blocks / close: consume `d` (already normalised), emit into `out`. */
@@ -1339,9 +1006,9 @@ static Py_ssize_t
 admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
 {
     /* a declined read changes nothing, the mark (what retract() restores) included */
-    const Py_ssize_t old_len = s->mark_len, old_run = s->mark_run;
-    const int old_state = s->mark_state;
-    const uint32_t old_run_len = s->mark_run_len;
+    const Py_ssize_t old_len = s->journal.mark_len, old_run = s->journal.mark_run;
+    const int old_state = s->journal.mark_state;
+    const uint32_t old_run_len = s->journal.mark_run_len;
     mark(s);
     const int fused = s->delta_fused;
     Py_ssize_t frames = 0, p = 0, beats = 0, trailing = 0, semantic = 0;
@@ -1382,7 +1049,7 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
         trailing = 0;
         if (len > s->max_frame && frame_size(d + p, len) > s->max_frame)
             goto decline;
-        if (s->journal_max >= 0 && s->jstate == JOURNAL_OPEN) {
+        if (journal_writing(&s->journal)) {
             /* as account(): comment lines at the block's head (a fast key may start with ':') are
                heartbeats of their own, not journaled */
             const char *jb = d + p;
@@ -1395,7 +1062,7 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
                 jn = lf == NULL ? 0 : jn - ((lf - jb) + 1);
                 jb = lf == NULL ? jb : lf + 1;
             }
-            if (jn > 0 && journal_block(s, jb, jn, known, jd) < 0)
+            if (jn > 0 && journal_block(&s->journal, jb, jn, known, jd) < 0)
                 return -2;
         }
         frames++;
@@ -1426,15 +1093,11 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
 decline:
     frames = -1;
 rollback:
-    s->journal.len = s->mark_len;
-    s->jstate = s->mark_state;
-    s->run = s->mark_run;
-    if (s->run >= 0)
-        put_u32(s->journal.buf + s->run + 5, s->mark_run_len);
-    s->mark_len = old_len;
-    s->mark_state = old_state;
-    s->mark_run = old_run;
-    s->mark_run_len = old_run_len;
+    journal_retract(&s->journal);
+    s->journal.mark_len = old_len;
+    s->journal.mark_state = old_state;
+    s->journal.mark_run = old_run;
+    s->journal.mark_run_len = old_run_len;
     return frames;
 }
 
@@ -1627,7 +1290,7 @@ Scanner_journal(Scanner *self, PyObject *Py_UNUSED(ignored))
 {
     if (check_ready(self) < 0)
         return NULL;
-    return PyBytes_FromStringAndSize(self->journal.buf ? self->journal.buf : "", self->journal.len);
+    return PyBytes_FromStringAndSize(self->journal.data.buf ? self->journal.data.buf : "", self->journal.data.len);
 }
 
 static PyObject *
@@ -1636,11 +1299,7 @@ Scanner_retract(Scanner *self, PyObject *Py_UNUSED(ignored))
     /* the last read was not released: forget what it added to the journal */
     if (enter(self) < 0)
         return NULL;
-    self->journal.len = self->mark_len;
-    self->jstate = self->mark_state;
-    self->run = self->mark_run;
-    if (self->run >= 0)
-        put_u32(self->journal.buf + self->run + 5, self->mark_run_len);
+    journal_retract(&self->journal);
     self->busy = 0;
     Py_RETURN_NONE;
 }
@@ -1671,7 +1330,7 @@ Scanner_get_journal_size(Scanner *self, void *closure)
 {
     if (check_ready(self) < 0)
         return NULL;
-    return PyLong_FromSsize_t(self->journal.len);
+    return PyLong_FromSsize_t(self->journal.data.len);
 }
 
 static PyObject *
@@ -1679,7 +1338,7 @@ Scanner_get_journal_state(Scanner *self, void *closure)
 {
     if (check_ready(self) < 0)
         return NULL;
-    return PyLong_FromLong(self->jstate);
+    return PyLong_FromLong(self->journal.state);
 }
 
 static PyObject *
@@ -1688,7 +1347,7 @@ Scanner_get_retained(Scanner *self, void *closure)
     if (check_ready(self) < 0)
         return NULL;
     /* bytes this scanner holds on to: its buffers' capacities */
-    return PyLong_FromSsize_t(self->pend.cap + self->journal.cap + self->norm.cap);
+    return PyLong_FromSsize_t(self->pend.cap + self->journal.data.cap + self->norm.cap);
 }
 
 static PyObject *

@@ -2,31 +2,25 @@
 agent can append to continue from it (complete blocks only; nothing invented).
 
 Nothing is decoded per delta on the hot path. A live stream's bulk scanner (:mod:`.bulk`) keeps a
-*journal* of the content events (text deltas as their JSON string bodies, the other content
-events as their frames); :func:`replay_journal` decodes it into the partial message once, when a
-truncation is raised. :func:`decode_partial` decodes the same from raw SSE bytes. Both go through
-:class:`PartialMessage`, so they agree frame for frame.
+*journal* of the content events (:mod:`.journal`: its writer and its reader,
+:func:`~.journal.replay_journal`, which decodes it into the partial message once, when a
+truncation is raised). :func:`decode_partial` decodes the same from raw SSE bytes. Both go
+through :class:`PartialMessage`, so they agree frame for frame.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from typing import Any
 
-from .sse import SSEScanner, parse_block
+from .sse import SSEScanner
 
-__all__ = ["PartialMessage", "continuation_message", "decode_partial", "replay_journal"]
+__all__ = ["PartialMessage", "continuation_message", "decode_partial"]
 
 _EVENTS = frozenset(("message_start", "content_block_start", "content_block_delta", "content_block_stop",
                      "message_delta"))
 _DELTA_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature",
                  "input_json_delta": "partial_json"}
-#: Journal record codes of compact deltas (see :mod:`.bulk`) -> the block field they extend.
-_JOURNAL_FIELDS = {ord("t"): "text", ord("k"): "thinking", ord("s"): "signature", ord("j"): "partial_json"}
-_RAW = ord("R")
-_U32 = struct.Struct("<I")
-_II = struct.Struct("<II")
 
 
 def _index(value: Any) -> int | None:
@@ -143,48 +137,6 @@ def decode_partial(prefix: bytes) -> dict[str, Any]:
     scanner = SSEScanner(max(len(prefix), 1) + 16)
     for frame in scanner.feed(prefix) + scanner.close():
         partial.frame(frame.event, frame.data)
-    return partial.snapshot()
-
-
-def replay_journal(journal: bytes, *, clipped: bool = False) -> dict[str, Any]:
-    """The partial message from a bulk scanner's journal (:mod:`.bulk`): the same as
-    :func:`decode_partial` of the bytes the journal was kept from."""
-    partial = PartialMessage()
-    frames: list[Any] = []
-    pos = 0
-    end = len(journal)
-    view = memoryview(journal)
-    while pos < end:
-        code = journal[pos]
-        if code == _RAW:
-            (n,) = _U32.unpack_from(journal, pos + 1)
-            block = bytes(view[pos + 5 : pos + 5 + n])
-            pos += 5 + n
-            frames.clear()
-            parse_block(block, frames)
-            for frame in frames:
-                partial.frame(frame.event, frame.data)
-            continue
-        index, n = _II.unpack_from(journal, pos + 1)
-        field = _JOURNAL_FIELDS[code]
-        at, pos = pos + 9, pos + 9 + n
-        while at < pos:  # a run: each delta's string body after its varint length
-            size = shift = 0
-            while True:
-                byte = journal[at]
-                at += 1
-                size |= (byte & 0x7F) << shift
-                shift += 7
-                if byte < 0x80:
-                    break
-            body = bytes(view[at : at + size])
-            at += size
-            try:
-                text = json.loads('"' + body.decode("utf-8", "surrogatepass") + '"')
-            except ValueError:
-                continue  # as decode_partial skips a frame whose JSON does not decode
-            partial.delta(index, field, text, size)
-    partial.clipped = partial.clipped or clipped
     return partial.snapshot()
 
 

@@ -9,7 +9,11 @@ reference implementation; ``_bulk.c`` is the same class in C (``NATIVE`` says wh
 kept equal to this one by ``tests/test_bulk.py``. ``OTEL_LIVENESS_PURE=1`` selects the reference
 (and the reference steady lane) whatever is built.
 
-The scanner keeps the :class:`~.sse.SSEScanner` guarantees (it *is* one, plus classification):
+The framing is :mod:`.sse`'s, the one Python reference: :class:`PyScanner` scans through an
+:class:`~.sse.SSEScanner` and splits head comment lines with its helpers
+(:func:`~.sse.comment_frames`, :func:`~.sse.without_head_comments`), adding only classification,
+the hold and what it hands the journal. The scanner keeps the :class:`~.sse.SSEScanner`
+guarantees (it *is* one, plus classification):
 every split of the same bytes into reads yields the same frames; LF, CR and CRLF line ends; the
 UTF-8 BOM at the stream start; comment lines at the head of a block are heartbeat frames the
 moment their line ends; a frame larger than ``max_frame_bytes`` raises
@@ -25,17 +29,12 @@ an object whose ``__init__`` never ran.
 
 Two records ride along, so that a stream keeps what a truncation needs rather than the reply:
 
-* the **journal** (Anthropic wires, ``journal_max >= 0``): the content events, compactly.
-  ``content_block_delta`` frames of the API's canonical shape (``{"type":"content_block_delta",
-  "index":N,"delta":{"type":"text_delta","text":"..."}}`` and the thinking, signature and
-  input-JSON variants) are recorded as *runs*: consecutive deltas of one block and field share a
-  record ``code:1 index:4 length:4`` followed by each delta's JSON string body as it came on the
-  wire, after its varint length -- a byte or two a delta beyond its text. Every other content or
-  preamble frame's block is recorded as ``R length:4 block`` (without comment lines at its
-  head). Nothing is decoded here: :func:`~.anthropic.replay_journal` does that when a truncation
-  is raised. It stops at the first error frame and is *clipped* (stops growing) past
-  ``journal_max`` bytes. :meth:`retract` forgets what the last read added (a read that was not
-  released after all).
+* the **journal** (Anthropic wires, ``journal_max >= 0``): the content events, compactly -- the
+  scanner says which blocks are content (semantic or preamble) and which is an error; the
+  records, their writer (:class:`~.journal.Journal`; in C, ``_journal.h``) and their reader
+  (:func:`~.journal.replay_journal`) are :mod:`.journal`'s. It stops at the first error frame and
+  is *clipped* (stops growing) past ``journal_max`` bytes. :meth:`retract` forgets what the last
+  read added (a read that was not released after all).
 * the **hold** (a list, while the attempt holds before content): each block that is not a
   heartbeat (without comment lines at its head), with its blank line -- what the engine replays
   instead of held heartbeats.
@@ -52,66 +51,19 @@ from __future__ import annotations
 
 import operator
 import os
-import re
-import struct
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .errors import FrameTooLarge
-from .sse import SSEScanner, whole_frame
+from .journal import JOURNAL_CLIPPED, JOURNAL_OPEN, JOURNAL_STOPPED, Journal, canonical_delta
+from .sse import SSEScanner, comment_frames, whole_frame, without_head_comments
 
 __all__ = ["JOURNAL_CLIPPED", "JOURNAL_OPEN", "JOURNAL_STOPPED", "NATIVE", "PURE", "PyScanner", "Scanner",
            "canonical_delta"]
 
-JOURNAL_OPEN = 0
-JOURNAL_CLIPPED = 1
-JOURNAL_STOPPED = 2
-
 #: ``OTEL_LIVENESS_PURE=1``: use the pure-Python bulk scanner and steady lane even where the C
 #: ones are built (what an install without a compiler runs; ``make test-pure``).
 PURE = os.environ.get("OTEL_LIVENESS_PURE", "").strip().lower() in ("1", "true", "yes", "on")
-
-#: A ``content_block_delta`` block of the API's canonical shape: index (no leading zero, at most 9
-#: digits), type and field, and the JSON string body as on the wire (no unescaped quote, no LF,
-#: every backslash followed by a byte). ``_bulk.c`` recognises exactly these.
-_DELTA = re.compile(
-    rb'event: content_block_delta\ndata: \{"type":"content_block_delta","index":(0|[1-9][0-9]{0,8}),"delta":\{"type":"'
-    rb'(text_delta","text|thinking_delta","thinking|signature_delta","signature|input_json_delta","partial_json)'
-    rb'":"((?:[^"\\\n]|\\[^\n])*)"\}\}'
-)
-_CODES = {
-    b'text_delta","text': b"t",
-    b'thinking_delta","thinking': b"k",
-    b'signature_delta","signature': b"s",
-    b'input_json_delta","partial_json': b"j",
-}
-_LENGTH_BYTES = [bytes((n,)) for n in range(128)]  # the one-byte varints
-
-
-def canonical_delta(block: bytes) -> tuple[bytes, int, bytes] | None:
-    """``(code, index, body)`` of a ``content_block_delta`` block of the API's canonical shape
-    (``event: content_block_delta`` + ``data: {"type":"content_block_delta","index":N,"delta":
-    {"type":"text_delta","text":"..."}}``, or the thinking, signature or input-JSON variant), else
-    ``None``. ``body`` is the string as on the wire."""
-    match = _DELTA.fullmatch(block)
-    if match is None:
-        return None
-    return _CODES[match[2]], int(match[1]), match[3]
-
-
-_U32 = struct.Struct("<I")
-_DELTA_HEAD = struct.Struct("<cII")
-
-
-def _varint(n: int) -> bytes:
-    """LEB128: 7 bits a byte, low first, the high bit set on all but the last."""
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
 
 class PyScanner:
     """The bulk scanner (reference implementation; ``_bulk.Scanner`` is the same in C).
@@ -122,9 +74,8 @@ class PyScanner:
     journal's bound (``-1``: no journal), ``prefix`` how many leading bytes the fast table keys.
     """
 
-    __slots__ = ("_busy", "_colon_keys", "_comment", "_cut", "_fast", "_journal", "_mark", "_prefix", "_roles", "_run",
-                 "_run_code", "_run_head", "_run_index", "_run_size", "_scanner", "_slow", "beating", "beats", "hold",
-                 "journal_max", "journal_state", "trailing")
+    __slots__ = ("_busy", "_colon_keys", "_comment", "_cut", "_fast", "_journal", "_prefix", "_roles", "_scanner",
+                 "_slow", "beating", "beats", "hold", "trailing")
 
     def __init__(
         self,
@@ -149,15 +100,7 @@ class PyScanner:
         self._prefix = prefix
         self._cut = operator.itemgetter(slice(0, prefix))
         self._colon_keys = any(key[:1] == b":" for key in table)  # a fast block could start with a comment
-        self.journal_max = journal_max
-        self.journal_state = JOURNAL_OPEN
-        self._journal = bytearray()
-        self._run = -1  # offset of the journal's last record if it is a run; its code, index and size:
-        self._run_code = b""
-        self._run_index = -1
-        self._run_size = 0  # written into the record's header when the journal is looked at
-        self._run_head = b""  # the open run's delta head, up to the string body
-        self._mark: tuple[int, int, int, bytes, int, int, bytes] = (0, JOURNAL_OPEN, -1, b"", -1, 0, b"")
+        self._journal = Journal(journal_max)
         self.hold: list[bytes] | None = None
         self.beating = False  # admit() takes heartbeat frames among semantic ones (its owner counts them)
         self.beats = 0  # heartbeat frames of the last admitted read
@@ -165,6 +108,14 @@ class PyScanner:
         self._busy = False  # the classifier is running: it may not feed this scanner (nor may another thread)
 
     # -- the SSEScanner view ------------------------------------------------------------------
+
+    @property
+    def journal_max(self) -> int:
+        return self._journal.limit
+
+    @property
+    def journal_state(self) -> int:
+        return self._journal.state
 
     @property
     def max_frame_bytes(self) -> int:
@@ -198,14 +149,14 @@ class PyScanner:
         """Consume ``chunk``; the kinds of the frames it completed, in order."""
         if self._busy:
             _refuse()
-        self._set_mark()
+        self._journal.mark()
         return self._classify(self._scanner.feed_blocks(bytes(chunk)))
 
     def close(self, *, complete_lines: bool = False) -> list[Any]:
         """End of stream (see :meth:`~.sse.SSEScanner.close_blocks`)."""
         if self._busy:
             _refuse()
-        self._set_mark()
+        self._journal.mark()
         return self._classify(self._scanner.close_blocks(complete_lines=complete_lines))
 
     def admit(self, chunk: Any) -> int:
@@ -221,22 +172,17 @@ class PyScanner:
         semantic = self._roles[2]
         fast = self._fast
         prefix = self._prefix
-        head = self._run_head
-        if (head and scanner.idle and self.hold is None and self.journal_state == JOURNAL_OPEN
+        journal = self._journal
+        head = journal.run_head
+        if (head and scanner.idle and self.hold is None and journal.state == JOURNAL_OPEN
                 and chunk.startswith(head) and chunk.endswith(b'"}}\n\n') and len(chunk) <= scanner.max_frame_bytes
                 and fast.get(chunk[:prefix]) is semantic):
             # One more delta of the open run, alone in its read (the steady lane's usual read): its
             # body has no quote, backslash or LF, so the read is exactly one frame.
             body = chunk[len(head) : -5]
             if len(chunk) >= len(head) + 5 and b'"' not in body and b"\\" not in body and b"\n" not in body:
-                self._set_mark()
-                n = len(body)
-                fragment = (_LENGTH_BYTES[n] if n < 128 else _varint(n)) + body
-                if len(self._journal) + len(fragment) > self.journal_max:
-                    self.journal_state = JOURNAL_CLIPPED
-                else:
-                    self._journal += fragment
-                    self._run_size += len(fragment)
+                journal.mark()
+                journal.extend_run(body)
                 self.beats = self.trailing = 0
                 return 1
         if (scanner.idle and chunk[0] != 10 and whole_frame(chunk, scanner.max_frame_bytes)
@@ -255,7 +201,7 @@ class PyScanner:
             if semantic not in kinds or any(kind is not semantic and kind is not heartbeat for kind in kinds):
                 scanner.restore(saved)
                 return -1
-            self._set_mark()
+            journal.mark()
             self._classify(blocks)  # semantic and heartbeat by their heads: the journal takes the content
             self.beats = beats = kinds.count(heartbeat) if heartbeat is not semantic else 0
             if beats:
@@ -266,7 +212,7 @@ class PyScanner:
             else:
                 self.trailing = 0
             return len(blocks)
-        self._set_mark()
+        journal.mark()
         self._classify(blocks)  # one block, semantic by its head: the journal (and the hold) take it
         self.beats = self.trailing = 0
         return len(blocks)
@@ -276,12 +222,13 @@ class PyScanner:
             return []
         kinds = list(map(self._fast.get, map(self._cut, blocks)))  # a C-level loop: no Python frame per block
         heartbeat, preamble, semantic, error = self._roles
-        journaling = self.journal_max >= 0 and self.journal_state == JOURNAL_OPEN
+        journal = self._journal
+        journaling = journal.writing
         keeping = self.hold is not None
         if None not in kinds and not keeping and error not in kinds and not self._colon_keys:
             # every block by its head, none a comment (the common case): the content in one batch
             if journaling:
-                self._journal_blocks([b for b, k in zip(blocks, kinds, strict=True) if k is semantic or k is preamble])
+                journal.record([b for b, k in zip(blocks, kinds, strict=True) if k is semantic or k is preamble])
             return kinds
         out: list[Any] = []
         content: list[bytes] = []  # blocks for the journal, in order
@@ -289,8 +236,8 @@ class PyScanner:
             if kind is not None:
                 block_kinds: Sequence[Any] = (kind,)
                 out.append(kind)
-            elif block[:1] == b":" and all(line[:1] == b":" for line in block.split(b"\n")):
-                block_kinds = [self._comment] * (block.count(b"\n") + 1)
+            elif lines := comment_frames(block):
+                block_kinds = [self._comment] * lines
                 out += block_kinds
             else:
                 self._busy = True
@@ -302,85 +249,22 @@ class PyScanner:
             if not (journaling or keeping) or (not keeping and heartbeat in block_kinds and len(block_kinds) == 1):
                 continue
             # comment lines at the head of a block are heartbeats of their own: neither keeps them
-            while block[:1] == b":":
-                nl = block.find(b"\n")
-                block = block[nl + 1 :] if nl >= 0 else b""
+            block = without_head_comments(block)
             if not block:
                 continue
             if journaling:
                 if error in block_kinds:
-                    self._journal_blocks(content)
+                    journal.record(content)
                     content = []
-                    if self.journal_state == JOURNAL_OPEN:
-                        self.journal_state = JOURNAL_STOPPED
+                    journal.stop()
                     journaling = False
                 elif semantic in block_kinds or preamble in block_kinds:
                     content.append(block)
             if keeping and len(block_kinds) != block_kinds.count(heartbeat):
                 self.hold.append(block + b"\n\n")  # type: ignore[union-attr]
         if content:
-            self._journal_blocks(content)
+            journal.record(content)
         return out
-
-    def _journal_blocks(self, blocks: list[bytes]) -> None:
-        """Record content blocks (the journal open): canonical deltas into runs, the rest as blocks."""
-        journal = self._journal
-        limit = self.journal_max
-        for block in blocks:
-            # The next delta of the open run has the run's head (up to the string body) and a body
-            # without quote, backslash or LF: what the pattern below would match, found cheaply.
-            head = self._run_head
-            if head and block.startswith(head) and block.endswith(b'"}}') and len(block) >= len(head) + 3:
-                body = block[len(head) : -3]
-                if b'"' not in body and b"\\" not in body and b"\n" not in body:
-                    n = len(body)
-                    fragment = (_LENGTH_BYTES[n] if n < 128 else _varint(n)) + body
-                    if len(journal) + len(fragment) > limit:
-                        self.journal_state = JOURNAL_CLIPPED
-                        return
-                    journal += fragment
-                    self._run_size += len(fragment)
-                    continue
-            match = _DELTA.fullmatch(block)
-            if match is None:
-                self._sync_run()
-                self._run = -1
-                self._run_head = b""
-                record = b"R" + _U32.pack(len(block)) + block
-            else:
-                body = match[3]
-                n = len(body)
-                fragment = (_LENGTH_BYTES[n] if n < 128 else _varint(n)) + body
-                code, index = _CODES[match[2]], int(match[1])
-                if self._run >= 0 and code == self._run_code and index == self._run_index:
-                    if len(journal) + len(fragment) > limit:
-                        self.journal_state = JOURNAL_CLIPPED
-                        return
-                    journal += fragment
-                    self._run_size += len(fragment)
-                    continue
-                record = _DELTA_HEAD.pack(code, index, len(fragment)) + fragment
-                if len(journal) + len(record) > limit:
-                    self.journal_state = JOURNAL_CLIPPED  # the run open before stays the last record
-                    return
-                self._sync_run()
-                self._run, self._run_code, self._run_index, self._run_size = len(journal), code, index, len(fragment)
-                self._run_head = block[: match.start(3)]
-                journal += record
-                continue
-            if len(journal) + len(record) > limit:
-                self.journal_state = JOURNAL_CLIPPED
-                return
-            journal += record
-
-    def _sync_run(self) -> None:
-        """Write the open run's size into its record's header."""
-        if self._run >= 0:
-            _U32.pack_into(self._journal, self._run + 5, self._run_size)
-
-    def _set_mark(self) -> None:
-        self._mark = (len(self._journal), self.journal_state, self._run, self._run_code, self._run_index, self._run_size,
-                      self._run_head)
 
     # -- what a truncation and the hold need --------------------------------------------------
 
@@ -389,25 +273,22 @@ class PyScanner:
         return self._scanner.in_progress()
 
     def journal(self) -> bytes:
-        self._sync_run()
-        return bytes(self._journal)
+        return self._journal.contents()
 
     @property
     def journal_size(self) -> int:
-        return len(self._journal)
+        return self._journal.size
 
     def retract(self) -> None:
         """The last read was not released after all: forget what it added to the journal."""
         if self._busy:
             _refuse()
-        size, state, self._run, self._run_code, self._run_index, self._run_size, self._run_head = self._mark
-        del self._journal[size:]
-        self.journal_state = state
+        self._journal.retract()
 
     @property
     def retained(self) -> int:
         """Bytes this scanner holds on to (the block in progress and the journal)."""
-        return self._scanner.held + len(self._journal)
+        return self._scanner.held + self._journal.size
 
 
 def _refuse() -> None:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import functools
 from typing import Any, Protocol
 
-from .anthropic import PartialMessage, replay_journal
-from .bulk import JOURNAL_CLIPPED, Scanner
+from .anthropic import PartialMessage
+from .bulk import Scanner
 from .errors import CorruptFrame
 from .eventstream import EventStreamScanner
+from .journal import JOURNAL_CLIPPED, replay_journal
 from .outcome import FrameKind
 from .providers import PREFIX, ProviderProfile, StreamFacts
 from .sse import COMMENT, Frame, SSEScanner, parse_block

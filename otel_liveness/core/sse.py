@@ -42,7 +42,8 @@ from __future__ import annotations
 
 from .errors import FrameTooLarge
 
-__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "ScanState", "frame_size", "parse_block", "whole_frame"]
+__all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "ScanState", "comment_frames", "frame_size",
+           "parse_block", "whole_frame", "without_head_comments"]
 
 #: ``Frame.event`` of a comment-only frame (a heartbeat on every provider we know).
 COMMENT = ":"
@@ -345,6 +346,24 @@ def frame_size(block: bytes) -> int:
         largest = max(largest, nl)
         block = block[nl + 1 :]
     return max(largest, len(block))
+
+
+def comment_frames(block: bytes) -> int:
+    """The frames of an LF-normalised block made of comment lines only (each line a comment frame
+    of its own, as :func:`parse_block` makes them), else 0 (``_bulk.c``'s ``comment_lines``)."""
+    if block[:1] != b":":
+        return 0
+    lines = block.split(b"\n")
+    return len(lines) if all(line[:1] == b":" for line in lines) else 0
+
+
+def without_head_comments(block: bytes) -> bytes:
+    """An LF-normalised block without the comment lines at its head (each a frame of its own, as
+    :func:`parse_block` makes them): the lines of the frame after them, ``b""`` when none."""
+    while block[:1] == b":":
+        nl = block.find(b"\n")
+        block = block[nl + 1 :] if nl >= 0 else b""
+    return block
 
 
 def whole_frame(chunk: bytes, max_frame_bytes: int) -> bool:
