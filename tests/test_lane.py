@@ -661,3 +661,112 @@ def test_pings_inside_runs_give_the_same_span_events_and_metrics_on_the_lane(mon
         seen[name] = ([dict(e.attributes) for e in beats], points)
     assert seen["native"] == seen["python"] == seen["general"]
     assert len(seen["general"][0]) > 0 and seen["general"][1] == [300 // every]
+
+
+# -- one interface (lane.LaneLike), two classes that provide exactly it ----------------------------
+
+
+def _c_lane() -> Any:
+    """The C lane, built beside the reference whatever OTEL_LIVENESS_PURE selects (skip if not built)."""
+    return pytest.importorskip("otel_liveness.core._lane").Lane
+
+
+def _public(cls: Any) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_")}
+
+
+_OBSERVED = sorted(name for name in _public(lane_mod.LaneLike) if isinstance(getattr(lane_mod.LaneLike, name), property))
+
+
+def _params(signature: Any) -> list[tuple[str, Any]]:
+    """A signature's parameters after ``self`` (names and kinds; the C methods have no annotations)."""
+    params = list(signature.parameters.values())
+    if params and params[0].name == "self":
+        params = params[1:]
+    return [(p.name, p.kind) for p in params]
+
+
+@pytest.mark.parametrize("impl", ["python", "c"])
+def test_both_lanes_provide_exactly_the_interface(impl: str) -> None:
+    import inspect
+    import typing
+
+    cls = PyLane if impl == "python" else _c_lane()
+    assert _public(cls) == _public(lane_mod.LaneLike)  # nothing more, nothing less
+    assert _OBSERVED == ["frames", "heartbeats", "horizon", "last", "reads", "room", "since"]
+    assert _params(inspect.signature(cls)) == _params(inspect.signature(lane_mod.LaneLike.__init__))
+    lane = cls(KEYS, PREFIX, 1 << 20, [])
+    for name in sorted(_public(lane_mod.LaneLike)):
+        declared = getattr(lane_mod.LaneLike, name)
+        if name in _OBSERVED:  # a count or a bound, read as a plain value of its declared type
+            kind = typing.get_type_hints(declared.fget)["return"]
+            assert type(getattr(lane, name)) is kind, name
+        else:
+            assert _params(inspect.signature(getattr(cls, name))) == _params(inspect.signature(declared)), name
+    if lane_mod.NATIVE:  # the class the engine uses satisfies it too
+        assert lane_mod.Lane is _c_lane()
+    assert isinstance(lane_mod.Lane(KEYS, PREFIX, 1 << 20, []), (PyLane, _c_lane()))
+
+
+_BOUNDARIES = [i + 2 for i in range(len(_PINGED_STREAM)) if _PINGED_STREAM.startswith(b"\n\n", i)]
+_SCRIPT = st.lists(
+    st.one_of(
+        st.tuples(st.just("step")),  # the next read of the stream
+        st.tuples(st.just("step")),
+        st.tuples(st.just("step")),
+        st.tuples(st.just("junk"), _chunks),  # a read outside the stream (the scanner gets it only if refused)
+        st.tuples(st.just("open"), st.floats(-1, 8), st.floats(0, 3), st.floats(0, 60), st.integers(0, 2000)),
+        st.tuples(st.just("close")),
+        st.tuples(st.just("take")),
+        st.tuples(st.just("take_beats")),
+        st.tuples(st.just("attach"), st.booleans()),
+    ),
+    max_size=50,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cuts=st.lists(st.one_of(st.sampled_from(_BOUNDARIES), st.integers(0, len(_PINGED_STREAM))), max_size=24),
+       script=_SCRIPT, exact=st.booleans(), attached=st.sampled_from([True, True, False]))
+def test_the_same_script_gives_the_same_observables_on_both_lanes(cuts: list[int], script: list[tuple[Any, ...]],
+                                                                  exact: bool, attached: bool) -> None:
+    # Every call of the interface, in any order, with or without a (beating) scanner attached: each
+    # answer, every observable the interface declares, the kept prefix and the scanner's state equal
+    # after every call -- take() and take_beats() included.
+    c_lane = _c_lane()
+    native_scanner = bulk.Scanner if bulk.NATIVE else bulk.PyScanner
+    points = sorted(set(cuts))
+    chunks = [_PINGED_STREAM[a:b] for a, b in zip([0, *points], [*points, len(_PINGED_STREAM)], strict=True)]
+    lanes = []
+    for lane_cls, scanner_cls in ((c_lane, native_scanner if exact else bulk.PyScanner), (PyLane, bulk.PyScanner)):
+        keep: list[bytes] = []
+        scanner = _scanner(scanner_cls)
+        scanner.feed(b"\n")
+        scanner.beating = True
+        lane = lane_cls(KEYS, PREFIX, 1 << 20, keep)
+        if attached:
+            lane.attach(scanner)
+        lanes.append((lane, scanner, keep))
+    now = 0.0
+    for op in script:
+        now += 0.25
+        answers = []
+        for lane, scanner, _ in lanes:
+            if op[0] in ("step", "junk"):
+                chunk = op[1] if op[0] == "junk" else chunks[0] if chunks else b""
+                admitted = lane.step(chunk, now)
+                if not admitted and type(chunk) is bytes:
+                    scanner.feed(chunk)  # the general path reads it
+                answers.append(admitted)
+            elif op[0] == "open":
+                answers.append(lane.open(now + op[1], op[2], now + op[3], now, op[4]))
+            elif op[0] == "attach":
+                answers.append(lane.attach(scanner if op[1] else None))
+            else:
+                answers.append(getattr(lane, op[0])())
+        if op[0] == "step" and chunks:
+            chunks.pop(0)
+        assert answers[0] == answers[1], op
+        (a, sa, ka), (b, sb, kb) = lanes
+        assert {n: getattr(a, n) for n in _OBSERVED} == {n: getattr(b, n) for n in _OBSERVED}, op
+        assert (sa.buffered, sa.journal(), ka) == (sb.buffered, sb.journal(), kb), op

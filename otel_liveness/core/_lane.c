@@ -409,20 +409,24 @@ static PyMemberDef Lane_members[] = {
 };
 
 static PyMethodDef Lane_methods[] = {
-    {"step", (PyCFunction)(void (*)(void))Lane_step, METH_FASTCALL, "admit one read if it is steady"},
+    {"step", (PyCFunction)(void (*)(void))Lane_step, METH_FASTCALL,
+     "step($self, chunk, now, /)\n--\n\nadmit one read if it is steady"},
     {"take_beats", (PyCFunction)Lane_take_beats, METH_NOARGS,
-     "the (time, count) of each admitted read that held heartbeats, since the last call"},
-    {"open", (PyCFunction)Lane_open, METH_VARARGS, "open(horizon, step, wall, last, room)"},
-    {"attach", (PyCFunction)Lane_attach, METH_O, "attach(scanner): admit reads through a bulk scanner (None: detach)"},
-    {"close", (PyCFunction)Lane_close, METH_NOARGS, "close the lane"},
-    {"take", (PyCFunction)Lane_take, METH_NOARGS, "(reads, nbytes, last, max_gap, room, frames); resets the counts"},
+     "take_beats($self, /)\n--\n\nthe (time, count) of each admitted read that held heartbeats, since the last call"},
+    {"open", (PyCFunction)Lane_open, METH_VARARGS,
+     "open($self, horizon, step, wall, last, room, /)\n--\n\nre-arm the lane (horizon=-inf closes it)"},
+    {"attach", (PyCFunction)Lane_attach, METH_O,
+     "attach($self, scanner, /)\n--\n\nadmit reads through a bulk scanner (None: detach)"},
+    {"close", (PyCFunction)Lane_close, METH_NOARGS, "close($self, /)\n--\n\nclose the lane"},
+    {"take", (PyCFunction)Lane_take, METH_NOARGS,
+     "take($self, /)\n--\n\n(reads, nbytes, last, max_gap, room, frames); resets the counts"},
     {NULL},
 };
 
 static PyTypeObject LaneType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "otel_liveness.core._lane.Lane",
-    .tp_doc = "The steady lane (C); see otel_liveness.core.lane.PyLane.",
+    .tp_doc = "Lane(keys, prefix, max_frame, keep)\n--\n\nThe steady lane (C): otel_liveness.core.lane.LaneLike, as PyLane.",
     .tp_basicsize = sizeof(Lane),
     .tp_itemsize = 0,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

@@ -34,6 +34,7 @@ from .clocks import AttemptClock, Notice, SemanticTimeoutExpired, Terminal, Wall
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
 from .events import CaptureItem, Event, Heartbeats, RetryScheduled, SemanticNotice, Verdict
 from .framing import Framer, SSEFramer, framer_for
+from .lane import LaneLike
 from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, RequestReport
 from .policy import Policy
 from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
@@ -137,7 +138,7 @@ class Attempt:
         self.capture: list[tuple[float, CaptureItem]] | None = (
             new_capture(policy, profile.name) if policy.capture_dir or policy.candidates else None)
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
-        self.lane = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
+        self.lane: LaneLike = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
         self.attach_lane()
         self.error: Failure | None = None  # an in-band error frame arrived
         #: A 2xx JSON body on a streaming request, kept (held, unless in shadow mode) until it is
