@@ -770,3 +770,95 @@ def test_the_same_script_gives_the_same_observables_on_both_lanes(cuts: list[int
         (a, sa, ka), (b, sb, kb) = lanes
         assert {n: getattr(a, n) for n in _OBSERVED} == {n: getattr(b, n) for n in _OBSERVED}, op
         assert (sa.buffered, sa.journal(), ka) == (sb.buffered, sb.journal(), kb), op
+
+
+# -- one place the lane's counts are handed over: Attempt.absorb_lane ------------------------------
+
+
+def test_the_lane_counts_have_one_hand_over() -> None:
+    # take(), take_beats() and the clock's steady_reads() are called in one method of the package,
+    # Attempt.absorb_lane; it is called in one place, the engine's input wrapper (first thing in
+    # every input); the transport's C reader only steps the lane (lane_api.h has no count in it).
+    import ast
+    import pathlib
+    import re
+
+    root = pathlib.Path(otel_liveness.__file__).parent
+    calls: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+
+        def walk(node: ast.AST, where: str, rel: str) -> None:
+            for child in ast.iter_child_nodes(node):
+                inner = where
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    inner = f"{where}.{child.name}" if where else child.name
+                if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+                    name = child.func.attr
+                    if name in ("take", "take_beats", "steady_reads", "absorb_lane"):
+                        calls.setdefault(name, set()).add(f"{rel}:{inner}")
+                walk(child, inner, rel)
+
+        walk(tree, "", path.relative_to(root).as_posix())
+    assert calls == {
+        "take": {"core/attempt.py:Attempt.absorb_lane"},
+        "take_beats": {"core/attempt.py:Attempt.absorb_lane"},
+        "steady_reads": {"core/attempt.py:Attempt.absorb_lane"},
+        "absorb_lane": {"core/engine.py:_input.wrapper"},
+    }
+    api = (root / "core" / "lane_api.h").read_text()
+    fields = api[api.index("typedef struct {") : api.index("} LaneAPI;")]
+    assert "take" not in fields and "reads" not in fields and "(*step)" in fields
+    assert re.search(r"\btake(_beats)?\b", (root / "transport" / "_reader.c").read_text()) is None
+
+
+def _engine_at_content(cls: Any, monkeypatch: pytest.MonkeyPatch, events: list[Any]) -> Any:
+    from otel_liveness.core.request import RequestFacts
+
+    monkeypatch.setattr(engine, "Lane", cls)
+    e = engine.Engine(Policy(), RequestFacts(streaming=True, body_size=100), 0.0, provider="anthropic",
+                      hooks=[events.append], wall_now=lambda: 1e9)
+    e.start(0.0)
+    e.headers(0.01, 200, {"content-type": "text/event-stream"})
+    return e
+
+
+def _books(e: Any, events: list[Any]) -> dict[str, Any]:
+    from otel_liveness.core.clocks import AttemptClock
+
+    attempt = e.attempt
+    clock = {name: getattr(attempt.clock, name) for name in AttemptClock.__slots__}
+    beats = [(ev.at, ev.count, ev.total) for ev in events if isinstance(ev, otel_liveness.Heartbeats)]
+    return {"clock": clock, "released": attempt.released, "prefix": b"".join(attempt.prefix),
+            "prefix_room": attempt.prefix_room, "beats": beats, "events": [type(ev).__name__ for ev in events]}
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+@pytest.mark.parametrize(("seed", "every"), [(0, 1), (1, 3), (2, 7), (3, 50)])
+def test_after_each_hand_over_the_books_equal_the_general_paths(monkeypatch: pytest.MonkeyPatch, impl: str,
+                                                               seed: int, every: int) -> None:
+    # Read by read, the same stream through an engine whose lane admits what it can and through one
+    # whose lane admits nothing: once the lane's counts are handed over (absorb_lane), every field
+    # of the clock, the released count, the prefix and the heartbeats announced are the same.
+    chunks = _pinged_chunks(seed, every)
+    seen: dict[str, Any] = {}
+    for name in ("general", impl):
+        events: list[Any] = []
+        e = _engine_at_content(IMPLS[name], monkeypatch, events)
+        body, admitted, books = b"", 0, []
+        now = 0.01
+        for chunk in chunks:
+            now += 0.01
+            if e.lane.step(chunk, now):
+                body += chunk
+                admitted += 1
+            else:
+                command = e.received(now, chunk)
+                body += command if type(command) is bytes else getattr(command, "first", b"")
+            e.attempt.absorb_lane()
+            books.append(_books(e, events))
+        seen[name] = (body, books)
+        assert (admitted == 0) if name == "general" else (admitted > len(chunks) // 3), (name, admitted)
+    assert seen["general"][0] == seen[impl][0] == b"".join(chunks)
+    for i, (general, lane) in enumerate(zip(seen["general"][1], seen[impl][1], strict=True)):
+        assert general == lane, i

@@ -224,25 +224,29 @@ class Attempt:
         self.completion = completion
 
     def absorb_lane(self) -> None:
-        """Apply the steady lane's reads to the clock, the released count and the prefix room."""
+        """The one hand-over of the steady lane's counts: whichever road stepped the lane (a
+        driver's ``step``, the transport's C reader), its reads since the last call -- the lane's
+        :meth:`~.lane.LaneLike.take` and :meth:`~.lane.LaneLike.take_beats` -- applied to the clock
+        (:meth:`~.clocks.AttemptClock.steady_reads`), the released count and the prefix room, and
+        their heartbeats announced, one :class:`~.events.Heartbeats` a read with its time, as the
+        general path announces a read's (:meth:`_judge`). The engine calls it first thing in every
+        input (``engine._input``)."""
         lane = self.lane
         if lane.reads:
-            reads, nbytes, last, max_gap, room, frames = lane.take()
-            self.clock.semantic_reads(reads, nbytes, last, max_gap, frames)
+            _, nbytes, last, max_gap, room, frames = lane.take()
+            beats = lane.take_beats() if lane.heartbeats else ()
+            clock = self.clock
+            total = clock.heartbeats
+            clock.steady_reads(nbytes, last, max_gap, frames, beats, lane.since)
             self.released += nbytes
             self.prefix_room = room
-            if lane.heartbeats:
-                self.absorb_beats(lane.take_beats(), lane.since)
+            for now, count in beats:
+                total += count
+                self._heartbeats(now, count, total)
 
-    def absorb_beats(self, beats: list[tuple[float, int]], since: int) -> None:
-        """The heartbeats of steady-lane reads (``(time, count)`` a read; ``since`` of them after
-        the last semantic frame of the last read): counted on the clock and announced, one
-        :class:`~.events.Heartbeats` a read with its time, as the general path does (:meth:`_judge`)."""
-        clock = self.clock
-        for now, count in beats:
-            clock.heartbeats_at(now, count)
-            self.emit(Heartbeats(self.report, self.index, now - self.request_start, count, clock.heartbeats))
-        clock.heartbeats_trailing(since)
+    def _heartbeats(self, now: float, count: int, total: int) -> None:
+        """``count`` heartbeats of a read at ``now`` (``total`` of the attempt's so far): announced."""
+        self.emit(Heartbeats(self.report, self.index, now - self.request_start, count, total))
 
     def arm_lane(self) -> None:
         """Open the steady lane for the reads that follow while the attempt is a live stream
@@ -437,8 +441,7 @@ class Attempt:
         self.clock.frames_at(now, kinds)
         heartbeats = kinds.count(_HEARTBEAT)
         if heartbeats:
-            self.emit(Heartbeats(self.report, self.index, now - self.request_start, heartbeats,
-                                 self.clock.heartbeats))
+            self._heartbeats(now, heartbeats, self.clock.heartbeats)
         ended = self.done  # (the reply ended in an earlier read: what follows is past its end)
         if _END in kinds:
             self.finish(Completion.END_FRAME)
