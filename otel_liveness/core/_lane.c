@@ -1,5 +1,5 @@
-/* The steady lane in C: the same class as otel_liveness/core/lane.py's PyLane (the reference;
- * tests/test_lane.py keeps the two equal). Pure: no clock, no I/O; the caller passes the time
+/* The steady lane in C: the same class as otel_liveness/core/lane.py's PyLane (the reference);
+ * both provide exactly lane.LaneLike, and tests/test_lane.py keeps the two equal. Pure: no clock, no I/O; the caller passes the time
  * of each read. One call per read of a live stream: it must cost less than the Python it
  * replaces, and it does: a bounds check, two memchr-style scans over ~100 bytes, a memcmp per
  * semantic prefix (at most a handful), and a list append. With a bulk scanner attached
