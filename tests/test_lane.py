@@ -661,3 +661,204 @@ def test_pings_inside_runs_give_the_same_span_events_and_metrics_on_the_lane(mon
         seen[name] = ([dict(e.attributes) for e in beats], points)
     assert seen["native"] == seen["python"] == seen["general"]
     assert len(seen["general"][0]) > 0 and seen["general"][1] == [300 // every]
+
+
+# -- one interface (lane.LaneLike), two classes that provide exactly it ----------------------------
+
+
+def _c_lane() -> Any:
+    """The C lane, built beside the reference whatever OTEL_LIVENESS_PURE selects (skip if not built)."""
+    return pytest.importorskip("otel_liveness.core._lane").Lane
+
+
+def _public(cls: Any) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_")}
+
+
+_OBSERVED = sorted(name for name in _public(lane_mod.LaneLike) if isinstance(getattr(lane_mod.LaneLike, name), property))
+
+
+def _params(signature: Any) -> list[tuple[str, Any]]:
+    """A signature's parameters after ``self`` (names and kinds; the C methods have no annotations)."""
+    params = list(signature.parameters.values())
+    if params and params[0].name == "self":
+        params = params[1:]
+    return [(p.name, p.kind) for p in params]
+
+
+@pytest.mark.parametrize("impl", ["python", "c"])
+def test_both_lanes_provide_exactly_the_interface(impl: str) -> None:
+    import inspect
+    import typing
+
+    cls = PyLane if impl == "python" else _c_lane()
+    assert _public(cls) == _public(lane_mod.LaneLike)  # nothing more, nothing less
+    assert _OBSERVED == ["frames", "heartbeats", "horizon", "last", "reads", "room", "since"]
+    assert _params(inspect.signature(cls)) == _params(inspect.signature(lane_mod.LaneLike.__init__))
+    lane = cls(KEYS, PREFIX, 1 << 20, [])
+    for name in sorted(_public(lane_mod.LaneLike)):
+        declared = getattr(lane_mod.LaneLike, name)
+        if name in _OBSERVED:  # a count or a bound, read as a plain value of its declared type
+            kind = typing.get_type_hints(declared.fget)["return"]
+            assert type(getattr(lane, name)) is kind, name
+        else:
+            assert _params(inspect.signature(getattr(cls, name))) == _params(inspect.signature(declared)), name
+    if lane_mod.NATIVE:  # the class the engine uses satisfies it too
+        assert lane_mod.Lane is _c_lane()
+    assert isinstance(lane_mod.Lane(KEYS, PREFIX, 1 << 20, []), (PyLane, _c_lane()))
+
+
+_BOUNDARIES = [i + 2 for i in range(len(_PINGED_STREAM)) if _PINGED_STREAM.startswith(b"\n\n", i)]
+_SCRIPT = st.lists(
+    st.one_of(
+        st.tuples(st.just("step")),  # the next read of the stream
+        st.tuples(st.just("step")),
+        st.tuples(st.just("step")),
+        st.tuples(st.just("junk"), _chunks),  # a read outside the stream (the scanner gets it only if refused)
+        st.tuples(st.just("open"), st.floats(-1, 8), st.floats(0, 3), st.floats(0, 60), st.integers(0, 2000)),
+        st.tuples(st.just("close")),
+        st.tuples(st.just("take")),
+        st.tuples(st.just("take_beats")),
+        st.tuples(st.just("attach"), st.booleans()),
+    ),
+    max_size=50,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cuts=st.lists(st.one_of(st.sampled_from(_BOUNDARIES), st.integers(0, len(_PINGED_STREAM))), max_size=24),
+       script=_SCRIPT, exact=st.booleans(), attached=st.sampled_from([True, True, False]))
+def test_the_same_script_gives_the_same_observables_on_both_lanes(cuts: list[int], script: list[tuple[Any, ...]],
+                                                                  exact: bool, attached: bool) -> None:
+    # Every call of the interface, in any order, with or without a (beating) scanner attached: each
+    # answer, every observable the interface declares, the kept prefix and the scanner's state equal
+    # after every call -- take() and take_beats() included.
+    c_lane = _c_lane()
+    native_scanner = bulk.Scanner if bulk.NATIVE else bulk.PyScanner
+    points = sorted(set(cuts))
+    chunks = [_PINGED_STREAM[a:b] for a, b in zip([0, *points], [*points, len(_PINGED_STREAM)], strict=True)]
+    lanes = []
+    for lane_cls, scanner_cls in ((c_lane, native_scanner if exact else bulk.PyScanner), (PyLane, bulk.PyScanner)):
+        keep: list[bytes] = []
+        scanner = _scanner(scanner_cls)
+        scanner.feed(b"\n")
+        scanner.beating = True
+        lane = lane_cls(KEYS, PREFIX, 1 << 20, keep)
+        if attached:
+            lane.attach(scanner)
+        lanes.append((lane, scanner, keep))
+    now = 0.0
+    for op in script:
+        now += 0.25
+        answers = []
+        for lane, scanner, _ in lanes:
+            if op[0] in ("step", "junk"):
+                chunk = op[1] if op[0] == "junk" else chunks[0] if chunks else b""
+                admitted = lane.step(chunk, now)
+                if not admitted and type(chunk) is bytes:
+                    scanner.feed(chunk)  # the general path reads it
+                answers.append(admitted)
+            elif op[0] == "open":
+                answers.append(lane.open(now + op[1], op[2], now + op[3], now, op[4]))
+            elif op[0] == "attach":
+                answers.append(lane.attach(scanner if op[1] else None))
+            else:
+                answers.append(getattr(lane, op[0])())
+        if op[0] == "step" and chunks:
+            chunks.pop(0)
+        assert answers[0] == answers[1], op
+        (a, sa, ka), (b, sb, kb) = lanes
+        assert {n: getattr(a, n) for n in _OBSERVED} == {n: getattr(b, n) for n in _OBSERVED}, op
+        assert (sa.buffered, sa.journal(), ka) == (sb.buffered, sb.journal(), kb), op
+
+
+# -- one place the lane's counts are handed over: Attempt.absorb_lane ------------------------------
+
+
+def test_the_lane_counts_have_one_hand_over() -> None:
+    # take(), take_beats() and the clock's steady_reads() are called in one method of the package,
+    # Attempt.absorb_lane; it is called in one place, the engine's input wrapper (first thing in
+    # every input); the transport's C reader only steps the lane (lane_api.h has no count in it).
+    import ast
+    import pathlib
+    import re
+
+    root = pathlib.Path(otel_liveness.__file__).parent
+    calls: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+
+        def walk(node: ast.AST, where: str, rel: str) -> None:
+            for child in ast.iter_child_nodes(node):
+                inner = where
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    inner = f"{where}.{child.name}" if where else child.name
+                if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+                    name = child.func.attr
+                    if name in ("take", "take_beats", "steady_reads", "absorb_lane"):
+                        calls.setdefault(name, set()).add(f"{rel}:{inner}")
+                walk(child, inner, rel)
+
+        walk(tree, "", path.relative_to(root).as_posix())
+    assert calls == {
+        "take": {"core/attempt.py:Attempt.absorb_lane"},
+        "take_beats": {"core/attempt.py:Attempt.absorb_lane"},
+        "steady_reads": {"core/attempt.py:Attempt.absorb_lane"},
+        "absorb_lane": {"core/engine.py:_input.wrapper"},
+    }
+    api = (root / "core" / "lane_api.h").read_text()
+    fields = api[api.index("typedef struct {") : api.index("} LaneAPI;")]
+    assert "take" not in fields and "reads" not in fields and "(*step)" in fields
+    assert re.search(r"\btake(_beats)?\b", (root / "transport" / "_reader.c").read_text()) is None
+
+
+def _engine_at_content(cls: Any, monkeypatch: pytest.MonkeyPatch, events: list[Any]) -> Any:
+    from otel_liveness.core.request import RequestFacts
+
+    monkeypatch.setattr(engine, "Lane", cls)
+    e = engine.Engine(Policy(), RequestFacts(streaming=True, body_size=100), 0.0, provider="anthropic",
+                      hooks=[events.append], wall_now=lambda: 1e9)
+    e.start(0.0)
+    e.headers(0.01, 200, {"content-type": "text/event-stream"})
+    return e
+
+
+def _books(e: Any, events: list[Any]) -> dict[str, Any]:
+    from otel_liveness.core.clocks import AttemptClock
+
+    attempt = e.attempt
+    clock = {name: getattr(attempt.clock, name) for name in AttemptClock.__slots__}
+    beats = [(ev.at, ev.count, ev.total) for ev in events if isinstance(ev, otel_liveness.Heartbeats)]
+    return {"clock": clock, "released": attempt.released, "prefix": b"".join(attempt.prefix),
+            "prefix_room": attempt.prefix_room, "beats": beats, "events": [type(ev).__name__ for ev in events]}
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+@pytest.mark.parametrize(("seed", "every"), [(0, 1), (1, 3), (2, 7), (3, 50)])
+def test_after_each_hand_over_the_books_equal_the_general_paths(monkeypatch: pytest.MonkeyPatch, impl: str,
+                                                               seed: int, every: int) -> None:
+    # Read by read, the same stream through an engine whose lane admits what it can and through one
+    # whose lane admits nothing: once the lane's counts are handed over (absorb_lane), every field
+    # of the clock, the released count, the prefix and the heartbeats announced are the same.
+    chunks = _pinged_chunks(seed, every)
+    seen: dict[str, Any] = {}
+    for name in ("general", impl):
+        events: list[Any] = []
+        e = _engine_at_content(IMPLS[name], monkeypatch, events)
+        body, admitted, books = b"", 0, []
+        now = 0.01
+        for chunk in chunks:
+            now += 0.01
+            if e.lane.step(chunk, now):
+                body += chunk
+                admitted += 1
+            else:
+                command = e.received(now, chunk)
+                body += command if type(command) is bytes else getattr(command, "first", b"")
+            e.attempt.absorb_lane()
+            books.append(_books(e, events))
+        seen[name] = (body, books)
+        assert (admitted == 0) if name == "general" else (admitted > len(chunks) // 3), (name, admitted)
+    assert seen["general"][0] == seen[impl][0] == b"".join(chunks)
+    for i, (general, lane) in enumerate(zip(seen["general"][1], seen[impl][1], strict=True)):
+        assert general == lane, i

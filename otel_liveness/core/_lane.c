@@ -1,5 +1,5 @@
-/* The steady lane in C: the same class as otel_liveness/core/lane.py's PyLane (the reference;
- * tests/test_lane.py keeps the two equal). Pure: no clock, no I/O; the caller passes the time
+/* The steady lane in C: the same class as otel_liveness/core/lane.py's PyLane (the reference);
+ * both provide exactly lane.LaneLike, and tests/test_lane.py keeps the two equal. Pure: no clock, no I/O; the caller passes the time
  * of each read. One call per read of a live stream: it must cost less than the Python it
  * replaces, and it does: a bounds check, two memchr-style scans over ~100 bytes, a memcmp per
  * semantic prefix (at most a handful), and a list append. With a bulk scanner attached
@@ -409,20 +409,24 @@ static PyMemberDef Lane_members[] = {
 };
 
 static PyMethodDef Lane_methods[] = {
-    {"step", (PyCFunction)(void (*)(void))Lane_step, METH_FASTCALL, "admit one read if it is steady"},
+    {"step", (PyCFunction)(void (*)(void))Lane_step, METH_FASTCALL,
+     "step($self, chunk, now, /)\n--\n\nadmit one read if it is steady"},
     {"take_beats", (PyCFunction)Lane_take_beats, METH_NOARGS,
-     "the (time, count) of each admitted read that held heartbeats, since the last call"},
-    {"open", (PyCFunction)Lane_open, METH_VARARGS, "open(horizon, step, wall, last, room)"},
-    {"attach", (PyCFunction)Lane_attach, METH_O, "attach(scanner): admit reads through a bulk scanner (None: detach)"},
-    {"close", (PyCFunction)Lane_close, METH_NOARGS, "close the lane"},
-    {"take", (PyCFunction)Lane_take, METH_NOARGS, "(reads, nbytes, last, max_gap, room, frames); resets the counts"},
+     "take_beats($self, /)\n--\n\nthe (time, count) of each admitted read that held heartbeats, since the last call"},
+    {"open", (PyCFunction)Lane_open, METH_VARARGS,
+     "open($self, horizon, step, wall, last, room, /)\n--\n\nre-arm the lane (horizon=-inf closes it)"},
+    {"attach", (PyCFunction)Lane_attach, METH_O,
+     "attach($self, scanner, /)\n--\n\nadmit reads through a bulk scanner (None: detach)"},
+    {"close", (PyCFunction)Lane_close, METH_NOARGS, "close($self, /)\n--\n\nclose the lane"},
+    {"take", (PyCFunction)Lane_take, METH_NOARGS,
+     "take($self, /)\n--\n\n(reads, nbytes, last, max_gap, room, frames); resets the counts"},
     {NULL},
 };
 
 static PyTypeObject LaneType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "otel_liveness.core._lane.Lane",
-    .tp_doc = "The steady lane (C); see otel_liveness.core.lane.PyLane.",
+    .tp_doc = "Lane(keys, prefix, max_frame, keep)\n--\n\nThe steady lane (C): otel_liveness.core.lane.LaneLike, as PyLane.",
     .tp_basicsize = sizeof(Lane),
     .tp_itemsize = 0,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

@@ -39,6 +39,7 @@ from .clocks import TOLERANCE, AttemptClock, Notice, SemanticTimeoutExpired, Ter
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
 from .events import CaptureItem, Event, Heartbeats, RetryScheduled, SemanticNotice, Verdict
 from .framing import Framer, SSEFramer, framer_for
+from .lane import LaneLike
 from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, RequestReport
 from .policy import Policy
 from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
@@ -143,7 +144,7 @@ class Attempt:
         self.capture: list[tuple[float, CaptureItem]] | None = (
             new_capture(policy, profile.name) if policy.capture_dir or policy.candidates else None)
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
-        self.lane = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
+        self.lane: LaneLike = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
         self.attach_lane()
         self.error: Failure | None = None  # an in-band error frame arrived
         #: A 2xx JSON body on a streaming request, kept until it is
@@ -229,25 +230,29 @@ class Attempt:
         self.completion = completion
 
     def absorb_lane(self) -> None:
-        """Apply the steady lane's reads to the clock, the released count and the prefix room."""
+        """The one hand-over of the steady lane's counts: whichever road stepped the lane (a
+        driver's ``step``, the transport's C reader), its reads since the last call -- the lane's
+        :meth:`~.lane.LaneLike.take` and :meth:`~.lane.LaneLike.take_beats` -- applied to the clock
+        (:meth:`~.clocks.AttemptClock.steady_reads`), the released count and the prefix room, and
+        their heartbeats announced, one :class:`~.events.Heartbeats` a read with its time, as the
+        general path announces a read's (:meth:`_judge`). The engine calls it first thing in every
+        input (``engine._input``)."""
         lane = self.lane
         if lane.reads:
-            reads, nbytes, last, max_gap, room, frames = lane.take()
-            self.clock.semantic_reads(reads, nbytes, last, max_gap, frames)
+            _, nbytes, last, max_gap, room, frames = lane.take()
+            beats = lane.take_beats() if lane.heartbeats else ()
+            clock = self.clock
+            total = clock.heartbeats
+            clock.steady_reads(nbytes, last, max_gap, frames, beats, lane.since)
             self.released += nbytes
             self.prefix_room = room
-            if lane.heartbeats:
-                self.absorb_beats(lane.take_beats(), lane.since)
+            for now, count in beats:
+                total += count
+                self._heartbeats(now, count, total)
 
-    def absorb_beats(self, beats: list[tuple[float, int]], since: int) -> None:
-        """The heartbeats of steady-lane reads (``(time, count)`` a read; ``since`` of them after
-        the last semantic frame of the last read): counted on the clock and announced, one
-        :class:`~.events.Heartbeats` a read with its time, as the general path does (:meth:`_judge`)."""
-        clock = self.clock
-        for now, count in beats:
-            clock.heartbeats_at(now, count)
-            self.emit(Heartbeats(self.report, self.index, now - self.request_start, count, clock.heartbeats))
-        clock.heartbeats_trailing(since)
+    def _heartbeats(self, now: float, count: int, total: int) -> None:
+        """``count`` heartbeats of a read at ``now`` (``total`` of the attempt's so far): announced."""
+        self.emit(Heartbeats(self.report, self.index, now - self.request_start, count, total))
 
     def arm_lane(self) -> None:
         """Open the steady lane for the reads that follow while the attempt is a live stream
@@ -467,8 +472,7 @@ class Attempt:
         self.clock.frames_at(now, kinds)
         heartbeats = kinds.count(_HEARTBEAT)
         if heartbeats:
-            self.emit(Heartbeats(self.report, self.index, now - self.request_start, heartbeats,
-                                 self.clock.heartbeats))
+            self._heartbeats(now, heartbeats, self.clock.heartbeats)
         ended = self.done  # (the reply ended in an earlier read: what follows is past its end)
         if _END in kinds:
             self.finish(Completion.END_FRAME)

@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 from .outcome import FrameKind, NoticeKind, Phase
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .policy import Policy
 
 __all__ = [
@@ -306,7 +308,6 @@ class AttemptClock:
         heartbeats = kinds.count(_H)
         self.frames += len(kinds)
         if heartbeats:
-            self.heartbeats += heartbeats
             self._heartbeat(now, heartbeats)
         end = _E in kinds
         if not end and _S not in kinds:
@@ -321,17 +322,9 @@ class AttemptClock:
             self.heartbeats_since_semantic = 0
         self._semantic(now, end)
 
-    def heartbeats_at(self, now: float, count: int) -> None:
-        """``count`` heartbeat frames of a steady-lane read at ``now`` (its frames and bytes are in
-        :meth:`semantic_reads`; then :meth:`heartbeats_trailing`)."""
-        self.heartbeats += count
-        self._heartbeat(now, count)
-
-    def heartbeats_trailing(self, count: int) -> None:
-        """The last steady-lane read ended with ``count`` heartbeats after its last semantic frame."""
-        self.heartbeats_since_semantic = count
-
     def _heartbeat(self, now: float, count: int) -> None:
+        """``count`` heartbeat frames read at ``now`` (one read): counted, their gaps measured."""
+        self.heartbeats += count
         last = self.last_heartbeat
         if last is not None:
             gap = now - last
@@ -342,19 +335,25 @@ class AttemptClock:
             self.heartbeat_gaps += count - 1  # several in one read: gaps of zero
         self.last_heartbeat = now
 
-    def semantic_reads(self, reads: int, nbytes: int, last: float, max_gap: float, frames: int | None = None) -> None:
-        """``reads`` steady-lane reads (``frames`` semantic frames in all, one per read unless
-        given, ``nbytes`` bytes), the last at ``last``, the longest gap between consecutive reads
-        ``max_gap``: the same effect as :meth:`received` + :meth:`frames_at` for each, applied at
-        once."""
-        self.frames += reads if frames is None else frames
+    def steady_reads(self, nbytes: int, last: float, max_gap: float, frames: int,
+                     beats: Sequence[tuple[float, int]], since: int) -> None:
+        """The steady lane's reads since its last take (:meth:`.attempt.Attempt.absorb_lane`, their
+        one hand-over): ``frames`` frames in all, ``nbytes`` bytes, the last read at ``last``, the
+        longest gap between consecutive reads ``max_gap``; ``beats`` the ``(time, count)`` of each
+        read that held heartbeats, ``since`` the heartbeats after the last semantic frame of the
+        last read. The same effect as :meth:`received` + :meth:`frames_at` for each read, applied
+        at once (the lane admits only reads of a live stream after content: no first byte, first
+        content or end frame among them)."""
+        self.frames += frames
         self.bytes += nbytes
         if max_gap > self.max_raw_gap:
             self.max_raw_gap = max_gap
         if max_gap > self.max_semantic_gap:
             self.max_semantic_gap = max_gap
         self.last_raw = self.last_semantic = last
-        self.heartbeats_since_semantic = 0
+        for at, count in beats:
+            self._heartbeat(at, count)
+        self.heartbeats_since_semantic = since
         if self.notice_every is not None:
             self.next_notice = last + self.notice_every
 

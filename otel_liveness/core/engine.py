@@ -50,7 +50,7 @@ from .budget import HostBudget, RetryBudgets
 from .clocks import NO_HINTS, TOLERANCE, AttemptClock, Terminal, WallBudgetExpired
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
 from .events import AttemptStarted, Hook, RequestStarted, RetryDenied, Verdict
-from .lane import Lane, PyLane
+from .lane import Lane, LaneLike
 from .memory import CadenceMemory, ExhaustedCache
 from .outcome import AttemptOutcome, Completion, StopReason
 from .policy import Policy
@@ -198,11 +198,11 @@ class Engine:
         return self.reporter.hook_errors
 
     @property
-    def lane(self) -> PyLane:
+    def lane(self) -> LaneLike:
         """The current attempt's steady lane: a driver may call ``lane.step(chunk, now)`` on each
         body read and release the chunk as is when it answers True; otherwise it calls
         :meth:`received`. The engine re-arms it after every input."""
-        return self._current().lane  # type: ignore[no-any-return]
+        return self._current().lane
 
     def since(self, now: float) -> float:
         return now - self.start_time

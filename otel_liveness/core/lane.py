@@ -17,22 +17,86 @@ admitted read (a ping inside a run of deltas) are recorded as ``(time, count)``
 (:meth:`PyLane.take_beats`): the attempt counts and announces them as the general path would. A
 read of heartbeats alone is never admitted: the semantic clock does not move on it.
 
-:class:`Lane` here is the reference implementation. ``_lane.c`` is the same class in C (built when
-a compiler is available; ``NATIVE`` says which one is in use; ``OTEL_LIVENESS_PURE=1`` selects the
-reference), kept equal to this one by ``tests/test_lane.py``. Pure: the caller passes the time of
-each read.
+The interface is one declared thing, :class:`LaneLike`; two classes provide exactly it:
+:class:`PyLane` here, the reference implementation, and ``_lane.c``'s ``Lane``, the same class in C
+(built when a compiler is available; ``NATIVE`` says which one :data:`Lane` is; ``OTEL_LIVENESS_PURE=1``
+selects the reference), kept equal to this one by ``tests/test_lane.py`` (the same members and
+signatures, and the same answers and observables after every call of a scripted run). Pure: the
+caller passes the time of each read.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from .bulk import PURE
 from .sse import whole_frame
 
-__all__ = ["NATIVE", "Lane", "PyLane"]
+__all__ = ["NATIVE", "Lane", "LaneLike", "PyLane"]
 
 _INF = float("inf")
+
+
+class LaneLike(Protocol):
+    """The steady lane's interface: what :class:`PyLane` and the C ``Lane`` both provide, and all
+    they provide (``tests/test_lane.py`` checks their public members and signatures against this
+    class).
+
+    The counts of admitted reads are kept here, in the lane, and handed over by :meth:`take` and
+    :meth:`take_beats` alone -- to :meth:`.attempt.Attempt.absorb_lane`, whichever road stepped the
+    lane (a driver's ``step``, or the transport's C reader through ``lane_api.h``)."""
+
+    def __init__(self, keys: tuple[bytes, ...], prefix: int, max_frame: int, keep: list[bytes]) -> None:
+        """Admit whole frames whose first ``prefix`` bytes are one of ``keys``, within ``max_frame``
+        bytes; keep the admitted bytes in ``keep`` while the room lasts. Closed until opened."""
+
+    @property
+    def reads(self) -> int:
+        """Admitted reads since the last :meth:`take`."""
+
+    @property
+    def frames(self) -> int:
+        """Frames of those reads."""
+
+    @property
+    def heartbeats(self) -> int:
+        """Heartbeat frames of the reads :meth:`take_beats` holds."""
+
+    @property
+    def since(self) -> int:
+        """Heartbeat frames after the last semantic frame of the last admitted read."""
+
+    @property
+    def horizon(self) -> float:
+        """Reads before this time need no decision (``-inf``: the lane is closed)."""
+
+    @property
+    def room(self) -> int:
+        """Prefix bytes that may still be kept."""
+
+    @property
+    def last(self) -> float:
+        """The time of the last read."""
+
+    def attach(self, scanner: Any, /) -> None:
+        """Admit reads through ``scanner`` (a :mod:`.bulk` scanner; ``None`` detaches)."""
+
+    def open(self, horizon: float, step: float, wall: float, last: float, room: int, /) -> None:
+        """Re-arm after the general path (``horizon=-inf`` closes the lane)."""
+
+    def close(self) -> None:
+        """Close the lane: it admits nothing until opened again."""
+
+    def step(self, chunk: bytes, now: float, /) -> bool:
+        """Admit ``chunk`` read at ``now`` (counted, kept) or not (nothing changed)."""
+
+    def take(self) -> tuple[int, int, float, float, int, int]:
+        """``(reads, nbytes, last, max_gap, room, frames)`` since the last take; resets the counts."""
+
+    def take_beats(self) -> list[tuple[float, int]]:
+        """``(time, count)`` of each admitted read that held heartbeats since the last call;
+        resets :attr:`heartbeats`."""
+
 
 
 class PyLane:
@@ -47,60 +111,60 @@ class PyLane:
     __slots__ = (
         "_beats",
         "_busy",
+        "_keep",
+        "_keys",
+        "_max_frame",
+        "_max_gap",
+        "_nbytes",
+        "_prefix",
+        "_scanner",
+        "_step",
+        "_wall",
         "frames",
         "heartbeats",
         "horizon",
-        "keep",
-        "keys",
         "last",
-        "max_frame",
-        "max_gap",
-        "nbytes",
-        "prefix",
         "reads",
         "room",
-        "scanner",
         "since",
-        "step_",
-        "wall",
     )
 
     def __init__(self, keys: tuple[bytes, ...], prefix: int, max_frame: int, keep: list[bytes]) -> None:
         if getattr(self, "_busy", False):
             _refuse()
-        self.keys = frozenset(keys)
-        self.prefix = prefix
-        self.max_frame = max_frame
-        self.keep = keep
+        self._keys = frozenset(keys)
+        self._prefix = prefix
+        self._max_frame = max_frame
+        self._keep = keep
         self.horizon = -_INF
-        self.step_ = 0.0
-        self.wall = _INF
+        self._step = 0.0
+        self._wall = _INF
         self.last = 0.0
         self.room = 0
         self.reads = 0
-        self.nbytes = 0
-        self.max_gap = 0.0
+        self._nbytes = 0
+        self._max_gap = 0.0
         self.frames = 0
         self.heartbeats = 0
         self.since = 0
         self._beats: list[tuple[float, int]] = []
-        self.scanner: Any = None
+        self._scanner: Any = None
         self._busy = False  # step() is in the scanner's admit(): the lane is not to be used meanwhile
 
-    def attach(self, scanner: Any) -> None:
+    def attach(self, scanner: Any, /) -> None:
         """Admit reads through ``scanner`` (a :mod:`.bulk` scanner; ``None`` detaches)."""
         if self._busy:
             _refuse()
-        self.scanner = scanner
+        self._scanner = scanner
 
-    def open(self, horizon: float, step: float, wall: float, last: float, room: int) -> None:
+    def open(self, horizon: float, step: float, wall: float, last: float, room: int, /) -> None:
         """Re-arm after the general path: nothing is due before ``horizon``; the last read was
         at ``last``; ``room`` prefix bytes may still be kept. ``horizon=-inf`` closes the lane."""
         if self._busy:
             _refuse()
         self.horizon = horizon
-        self.step_ = step
-        self.wall = wall
+        self._step = step
+        self._wall = wall
         self.last = last
         self.room = room
 
@@ -109,12 +173,12 @@ class PyLane:
             _refuse()
         self.horizon = -_INF
 
-    def step(self, chunk: bytes, now: float) -> bool:
+    def step(self, chunk: bytes, now: float, /) -> bool:
         if self._busy:
             _refuse()
         if not (now < self.horizon) or type(chunk) is not bytes:
             return False
-        scanner = self.scanner
+        scanner = self._scanner
         if scanner is not None:
             self._busy = True
             try:
@@ -124,7 +188,7 @@ class PyLane:
             if frames < 0:
                 return False
             beats, trailing = (getattr(scanner, "beats", 0), getattr(scanner, "trailing", 0)) if frames > 1 else (0, 0)
-        elif not whole_frame(chunk, self.max_frame) or chunk[: self.prefix] not in self.keys:
+        elif not whole_frame(chunk, self._max_frame) or chunk[: self._prefix] not in self._keys:
             return False
         else:
             frames = 1
@@ -136,19 +200,19 @@ class PyLane:
         n = len(chunk)
         self.frames += frames
         self.reads += 1
-        self.nbytes += n
+        self._nbytes += n
         gap = now - self.last
-        if gap > self.max_gap:
-            self.max_gap = gap
+        if gap > self._max_gap:
+            self._max_gap = gap
         self.last = now
-        horizon = now + self.step_
-        self.horizon = horizon if horizon < self.wall else self.wall
+        horizon = now + self._step
+        self.horizon = horizon if horizon < self._wall else self._wall
         room = self.room
         if room >= n:
-            self.keep.append(chunk)
+            self._keep.append(chunk)
             self.room = room - n
         elif room > 0:
-            self.keep.append(chunk[:room])
+            self._keep.append(chunk[:room])
             self.room = 0
         return True
 
@@ -156,11 +220,11 @@ class PyLane:
         """``(reads, nbytes, last, max_gap, room, frames)`` since the last take; resets the counts."""
         if self._busy:
             _refuse()
-        out = (self.reads, self.nbytes, self.last, self.max_gap, self.room, self.frames)
+        out = (self.reads, self._nbytes, self.last, self._max_gap, self.room, self.frames)
         self.reads = 0
         self.frames = 0
-        self.nbytes = 0
-        self.max_gap = 0.0
+        self._nbytes = 0
+        self._max_gap = 0.0
         return out
 
     def take_beats(self) -> list[tuple[float, int]]:
@@ -178,7 +242,7 @@ def _refuse() -> None:
     raise RuntimeError("Lane is busy: step() is in progress (called back from the scanner's admit())")
 
 
-Lane: type[PyLane]
+Lane: type[LaneLike]
 NATIVE = False
 if PURE:
     Lane = PyLane
@@ -186,7 +250,7 @@ else:
     try:
         from ._lane import Lane as _NativeLane
 
-        Lane = _NativeLane  # type: ignore[assignment]  # the same interface (_lane.pyi), in C
+        Lane = _NativeLane  # the same interface (_lane.pyi), in C
         NATIVE = True
     except ImportError:  # no compiler at install time: the reference implementation
         Lane = PyLane
