@@ -1,18 +1,33 @@
 """The request loop: the transport's ``handle_async_request`` runs one request's attempts, doing
 the I/O each command of the engine asks for (:mod:`otel_liveness.core.commands`); every decision
-is the engine's (:mod:`otel_liveness.core.engine`)."""
+is the engine's (:mod:`otel_liveness.core.engine`).
+
+And the inner transport a liveness transport builds when it is given none,
+:class:`AsyncPoolTransport`: an httpx (httpx2) transport over a connection pool it owns. The pool
+is built through httpcore's public constructor with ``network_backend=`` the waking backend
+(:func:`.http2.new_pool`), so on that road nothing of httpcore's is assigned after the fact (a
+transport the caller built has its pool adopted in place instead: :func:`.http2.install_wakeups`).
+It does what the family's ``AsyncHTTPTransport`` does with its pool -- the request handed to
+httpcore, httpcore's exceptions raised as the family's (``Family.core_errors``), the response's
+body read under the same mapping -- and is an instance of the family's ``AsyncHTTPTransport``
+(what callers and SDKs check), with the same options: the family's own signature, with its
+defaults, names them. Through a proxy the family's own transport is built instead
+(``Family.default_transport``)."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ...core.commands import READ, Respond, Send, Sleep
 from .._backends import AsyncBackend
 from .._base import TransportBase, error_for, header_dict, io_failed
-from .http2 import install_wakeups
+from .._family import Family
+from .http2 import install_wakeups, new_pool
 from .network import READING
 
-__all__ = ["AsyncLivenessMixin"]
+__all__ = ["AsyncLivenessMixin", "AsyncPoolStream", "AsyncPoolTransport"]
 
 
 class AsyncLivenessMixin(TransportBase):
@@ -32,7 +47,8 @@ class AsyncLivenessMixin(TransportBase):
         await self._inner.aclose()
 
     def _install_wakeups(self, inner: Any) -> None:
-        install_wakeups(inner)
+        if not isinstance(inner, AsyncPoolTransport):  # (a pool this transport built has them already)
+            install_wakeups(inner)  # a transport the caller built: its pool adopted in place
 
     async def handle_async_request(self, request: Any) -> Any:
         if not self._applies(request):
@@ -99,3 +115,78 @@ async def _discard(response: Any) -> None:
         with AsyncBackend.shield():
             await response.aclose()
 
+
+class AsyncPoolTransport:
+    """Joined to the family's ``AsyncHTTPTransport`` (``_classes.pool_transports``); its pool is
+    ``_pool`` (its own attribute: every method of the family's class that would read it is
+    defined here)."""
+
+    _family: Family
+    _stream_cls: type
+
+    def __init__(self, **options: Any) -> None:
+        x: Any = self._family.module
+        bound = inspect.signature(x.AsyncHTTPTransport).bind(**options)  # the family's options and defaults
+        bound.apply_defaults()
+        given = bound.arguments
+        if given["proxy"] is not None:
+            raise TypeError("a proxy is the family's own transport's (Family.default_transport)")
+        limits = given["limits"]
+        self._pool = new_pool(
+            self._family.core,
+            ssl_context=x.create_ssl_context(verify=given["verify"], cert=given["cert"], trust_env=given["trust_env"]),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=given["http1"],
+            http2=given["http2"],
+            uds=given["uds"],
+            local_address=given["local_address"],
+            retries=given["retries"],
+            socket_options=given["socket_options"],
+        )
+
+    async def __aenter__(self) -> Any:
+        await self._pool.__aenter__()
+        return self
+
+    async def __aexit__(self, *args: Any) -> None:
+        with self._family.core_errors():
+            await self._pool.__aexit__(*args)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        core: Any = self._family.core
+        url = request.url
+        req = core.Request(
+            method=request.method,
+            url=core.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with self._family.core_errors():
+            response = await self._pool.handle_async_request(req)
+        return self._family.module.Response(status_code=response.status, headers=response.headers,
+                                            stream=self._stream_cls(response.stream, self._family),
+                                            extensions=response.extensions)
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+class AsyncPoolStream:
+    """The body of a response of the owned pool, read under the family's exception mapping."""
+
+    def __init__(self, inner: Any, family: Family) -> None:
+        self._inner = inner
+        self._family = family
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with self._family.core_errors():
+            async for part in self._inner:
+                yield part
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        if close is not None:
+            await close()

@@ -1,15 +1,17 @@
 # GENERATED from _async/http2.py by scripts/unasync.py: do not edit.
 """HTTP/2 on a shared connection: each stream judged on its own (docs/http2.md).
 
-:func:`install_wakeups` gives the inner transport's connection pool the waking network backend
-(:mod:`.network`), whose streams hand their reads and writes to an :class:`SyncH2Connection` once
-they carry HTTP/2 (:func:`h2_opened`: the first write is the preface), and makes the pool read its
-HTTP/2 responses through :class:`SyncH2Stream`, which marks each read with :data:`H2_READ`, bounds
-it (on asyncio/trio) by a cancel scope at the stream's own deadline -- for a reader that waits for
-the read lock while a sibling reads -- turns a deadline into the HTTP library's read timeout (the
-driver then asks the engine for the verdict), and resets the HTTP/2 stream (RST_STREAM) when it is
-closed before its end, so the provider stops generating and the connection's flow-control window is
-not spent on a stream nobody reads.
+:func:`new_pool` builds the connection pool the transport owns with the waking network backend
+(:mod:`.network`) through httpcore's public ``network_backend=``; :func:`install_wakeups` gives it
+to a pool the caller built (the one place that assigns httpcore's privates for that). The
+backend's streams hand their reads and writes to an :class:`SyncH2Connection` once they carry
+HTTP/2 (:func:`h2_opened`: the first write is the preface), and the pool (:class:`SyncH2Pool`
+mixed into its class) reads its HTTP/2 responses through :class:`SyncH2Stream`, which marks each
+read with :data:`H2_READ`, bounds it (on asyncio/trio) by a cancel scope at the stream's own
+deadline -- for a reader that waits for the read lock while a sibling reads -- turns a deadline
+into the HTTP library's read timeout (the driver then asks the engine for the verdict), and resets
+the HTTP/2 stream (RST_STREAM) when it is closed before its end, so the provider stops generating
+and the connection's flow-control window is not spent on a stream nobody reads.
 
 The streams of one connection share its network stream: whichever stream's reader holds
 httpcore's read lock reads for all of them, and an exception from that read (a timeout included)
@@ -39,7 +41,7 @@ from .._backends import SyncBackend
 from .network import READING, SyncWakingBackend, SyncWakingStream
 
 __all__ = ["H2_READ", "SyncH2Connection", "SyncH2Pool", "SyncH2Stream", "SyncH2Wait", "StreamDeadline",
-           "h2_opened", "install_wakeups"]
+           "h2_opened", "install_wakeups", "new_pool"]
 
 #: The wait of the HTTP/2 stream a read is made for (its engine, and when that stream's wait began).
 H2_READ: ContextVar[SyncH2Wait | None] = ContextVar("otel_liveness_h2_read", default=None)
@@ -197,11 +199,24 @@ def h2_opened(network: SyncWakingStream, buffer: bytes) -> SyncH2Connection | No
     return connection
 
 
+def new_pool(core: Any, **options: Any) -> Any:
+    """A connection pool of ``core`` (httpcore or httpcore2) built by the liveness transport itself,
+    through httpcore's public constructor: ``network_backend=`` the waking backend (over the one
+    httpcore would pick), its class httpcore's own with :class:`SyncH2Pool` mixed in. Nothing of
+    httpcore's is assigned or read after the fact (the road of :class:`~.transport.SyncPoolTransport`)."""
+    timeout_error = core.ReadTimeout
+    backend = SyncWakingBackend(SyncBackend.network(core), timeout_error, h2_opened)
+    return _h2_pool_class(core.ConnectionPool, timeout_error)(network_backend=backend, **options)
+
+
 def install_wakeups(inner: Any) -> None:
-    """Wrap the network backend of ``inner``'s httpcore connection pool (a private attribute of
-    httpx's and httpx2's transports), and make the pool read its HTTP/2 responses through
-    :class:`SyncH2Stream`; transports without one (mocks, custom) are left as they are: their
-    deadlines are then the socket timeout's, and notices arrive with the next read."""
+    """For a transport the caller (or an SDK) built and handed over: its pool is theirs, already
+    built, and its settings are readable only through many privates, so it is adopted in place --
+    the one function that assigns httpcore's privates for it: ``inner``'s connection pool (httpx's
+    and httpx2's ``_pool``) gets the waking network backend (its ``_network_backend``) and the
+    :class:`SyncH2Pool` mixin (its ``__class__``). Transports without one (mocks, custom) are left
+    as they are: their deadlines are then the socket timeout's, and notices arrive with the next
+    read. tests/test_http2_privates.py fails when httpx or httpcore renames one of these."""
     pool: Any = getattr(inner, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if backend is None or isinstance(backend, SyncWakingBackend):
@@ -212,28 +227,30 @@ def install_wakeups(inner: Any) -> None:
         return
     pool._network_backend = SyncWakingBackend(backend, timeout_error, h2_opened)
     try:
-        pool.__class__ = _h2_pool_class(type(pool))
+        pool.__class__ = _h2_pool_class(type(pool), timeout_error)
     except TypeError:  # pragma: no cover - a pool class that cannot be extended: HTTP/1.1 is unaffected
         return
-    pool._liveness_timeout_error = timeout_error
 
 
 _H2_POOLS: dict[type, type] = {}
 
 
-def _h2_pool_class(cls: type) -> type:
+def _h2_pool_class(cls: type, timeout_error: type[BaseException]) -> type:
     """``cls`` (an httpcore connection pool class) whose responses on HTTP/2 are
-    :class:`SyncH2Stream`; HTTP/1.1 responses are returned as they come."""
+    :class:`SyncH2Stream` (``timeout_error``: its httpcore's ``ReadTimeout``); HTTP/1.1 responses
+    are returned as they come."""
     if issubclass(cls, SyncH2Pool):
         return cls
     sub = _H2_POOLS.get(cls)
     if sub is None:
-        sub = _H2_POOLS[cls] = type(cls.__name__, (SyncH2Pool, cls), {"__module__": cls.__module__})
+        sub = _H2_POOLS[cls] = type(cls.__name__, (SyncH2Pool, cls),
+                                    {"__module__": cls.__module__, "_liveness_timeout_error": timeout_error})
     return sub
 
 
 class SyncH2Pool:
-    """Mixed into the inner transport's connection pool class (see :func:`_h2_pool_class`)."""
+    """Mixed into the class of the inner transport's connection pool (:func:`_h2_pool_class`: the
+    pool :func:`new_pool` builds, or one :func:`install_wakeups` adopts)."""
 
     _liveness_timeout_error: type[BaseException]
 
