@@ -265,7 +265,7 @@ class AsyncH2Pool:
             H2_READ.reset(token)
             wait.leave()
             if wait.network is not None:  # ended before its response on HTTP/2: reset what httpcore forgot
-                await _reset_forgotten(self, wait.network, request)
+                await _cancel_streams(request, pool=self, network=wait.network)
             if isinstance(exc, StreamDeadline):
                 raise self._liveness_timeout_error("the stream's deadline passed (HTTP/2)") from None
             raise
@@ -279,41 +279,54 @@ class AsyncH2Pool:
         return response
 
 
-async def _reset_forgotten(pool: Any, network: AsyncWakingStream, request: Any) -> None:
-    """RST_STREAM (CANCEL) for every stream of the HTTP/2 connection on ``network`` that httpcore
-    has forgotten while it is still open (a stream ended before its response: httpcore only drops
-    it), so that the provider stops and its bytes do not use up the connection's window. Through
-    private attributes of httpcore's connections: where they are missing, nothing is done."""
-    for connection in list(getattr(pool, "connections", ())):
-        conn: Any = getattr(connection, "_connection", None)
-        if getattr(conn, "_network_stream", None) is not network:
-            continue
-        known = getattr(conn, "_events", None)
-        if known is not None:
-            await _cancel_streams(conn, request, _forgotten(known))
-        return
-
-
 def _forgotten(known: Any) -> Callable[[Any], list[int]]:
     """The open client streams of an h2 state that httpcore no longer knows (``known``: its own)."""
     return lambda state: [stream_id for stream_id, stream in list(state.streams.items())
                           if stream_id % 2 and stream_id not in known and not stream.closed]
 
 
-async def _cancel_streams(conn: Any, request: Any, pick: Callable[[Any], Iterable[int]]) -> None:
-    """RST_STREAM (CANCEL) for the streams ``pick`` names from the h2 state of ``conn`` (an httpcore
-    HTTP/2 connection), written out at once. httpcore has no public way to reset one stream: this
-    is the one place that writes through its privates (``_h2_state``, ``_state_lock``,
-    ``_write_outgoing_data``); tests/test_http2_privates.py fails when httpcore changes them. Where
-    they are missing, or the connection is gone, nothing is sent."""
+async def _cancel_streams(request: Any, *, body: Any = None, pool: Any = None,
+                          network: AsyncWakingStream | None = None) -> None:
+    """RST_STREAM (CANCEL), written out at once, for the HTTP/2 stream of ``body`` (the pool's
+    response stream of a response closed before its end), or -- given ``pool`` and the ``network``
+    stream of one of its HTTP/2 connections -- for every stream of that connection that httpcore
+    has forgotten while it is still open (a stream ended before its response: httpcore only drops
+    it), so that the provider stops and its bytes do not use up the connection's window.
+
+    httpcore has no public way to reset one stream: this is the one function that reads and
+    writes its privates for it -- a pool's connection's ``_connection``; the HTTP/2 connection's
+    ``_network_stream``, ``_events``, ``_h2_state`` (h2's public ``H2Connection``), ``_state_lock``
+    and ``_write_outgoing_data(request)``; a response stream's ``_stream``, whose ``_connection``
+    and ``_stream_id`` name it. tests/test_http2_privates.py fails when httpcore changes one of
+    them, and resets a stream through this function against httpcore's own HTTP/2 connection.
+    Where they are missing, or the connection is gone, nothing is sent."""
+    conn: Any = None
+    pick: Callable[[Any], Iterable[int]]
+    if body is not None:
+        stream = getattr(body, "_stream", None)
+        conn = getattr(stream, "_connection", None)
+        stream_id = getattr(stream, "_stream_id", None)
+        if stream_id is None:
+            return
+        pick = lambda state: (stream_id,)
+    else:
+        for connection in list(getattr(pool, "connections", ())):
+            inner: Any = getattr(connection, "_connection", None)
+            if getattr(inner, "_network_stream", None) is network:
+                conn = inner
+                break
+        known = getattr(conn, "_events", None)
+        if known is None:
+            return
+        pick = _forgotten(known)
     state = getattr(conn, "_h2_state", None)
     if state is None:
         return
     with AsyncBackend.shield():
         try:
             async with conn._state_lock:
-                for stream_id in pick(state):
-                    state.reset_stream(stream_id, _H2_CANCEL)
+                for picked in pick(state):
+                    state.reset_stream(picked, _H2_CANCEL)
             await conn._write_outgoing_data(request)
         except Exception:  # noqa: BLE001 - already ended or reset by the peer, or the connection is gone
             return
@@ -383,14 +396,9 @@ class AsyncH2Stream:
             await close()
 
     async def _reset(self) -> None:
-        """RST_STREAM (CANCEL) for a stream closed before its end, through the httpcore connection
-        that carries it (private attributes: where they are missing, the stream is only closed)."""
+        """RST_STREAM (CANCEL) for a stream closed before its end (:func:`_cancel_streams`: where
+        httpcore's privates are missing, the stream is only closed)."""
         if self._ended:
             return
         self._ended = True
-        stream = getattr(self._inner, "_stream", None)
-        conn: Any = getattr(stream, "_connection", None)
-        stream_id = getattr(stream, "_stream_id", None)
-        if stream_id is not None:
-            await _cancel_streams(conn, self._request, lambda state: (stream_id,))
-
+        await _cancel_streams(self._request, body=self._inner)
