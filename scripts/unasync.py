@@ -34,7 +34,6 @@ SUBS = [
     (r"\bAsyncH2Wait\b", "SyncH2Wait"),
     (r"\bAsyncH2Connection\b", "SyncH2Connection"),
     (r"\bAsyncPoolTransport\b", "SyncPoolTransport"),
-    (r"\bAsyncPoolStream\b", "SyncPoolStream"),
     (r"\bAsyncConnectionPool\b", "ConnectionPool"),
     (r"\bAsyncHTTPTransport\b", "HTTPTransport"),
     (r"\bAsyncBackend\b", "SyncBackend"),

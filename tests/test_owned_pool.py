@@ -1,7 +1,8 @@
 """The connection pool a liveness transport builds when it is given no inner transport: built
 through httpcore's public ``network_backend=`` (nothing of httpcore's assigned after the fact),
-with the family's options and exception mapping, and judged on the wire as a caller's pool is --
-raw silence on HTTP/1.1 and on HTTP/2. A pool the caller hands over is still adopted in place, by
+with the family's options, under the family's own transport methods (its exception mapping, what
+instruments it), and judged on the wire as a caller's pool is -- raw silence on HTTP/1.1 and on
+HTTP/2. A pool the caller hands over is still adopted in place, by
 one function (http2.install_wakeups), the only writer of httpcore's privates."""
 
 from __future__ import annotations
@@ -125,26 +126,16 @@ def test_the_owned_transport_refuses_what_the_familys_refuses(name, is_async) ->
         pool_transports(family(name))[is_async](htp2=True)
 
 
+@pytest.mark.parametrize("is_async", KINDS, ids=KIND_IDS)
 @pytest.mark.parametrize("name", FAMILIES)
-def test_httpcore_errors_map_to_the_familys_as_the_family_maps_them(name) -> None:  # type: ignore[no-untyped-def]
-    fam = family(name)
-    core = fam.core
-    theirs: Any = importlib.import_module(f"{name}._transports.default").map_httpcore_exceptions
-    classes = [value for value in vars(core).values()
-               if isinstance(value, type) and issubclass(value, Exception) and value.__module__.startswith(core.__name__)]
-    assert len(classes) >= 14
-    for cls in [*classes, ValueError]:
-        got: list[BaseException] = []
-        for mapping in (fam.core_errors, theirs):
-            try:
-                with mapping():
-                    raise cls("boom")
-            except Exception as exc:
-                got.append(exc)
-        assert type(got[0]) is type(got[1]) and str(got[0]) == str(got[1]), cls
-        assert (got[0].__cause__ is None) == (got[1].__cause__ is None), cls
-    with pytest.raises(KeyboardInterrupt), fam.core_errors():
-        raise KeyboardInterrupt  # a BaseException goes through, as the family lets it
+def test_only_the_constructor_is_ours(name, is_async) -> None:  # type: ignore[no-untyped-def]
+    # The family's own methods send, map httpcore's exceptions and read the bodies over our pool.
+    x = importlib.import_module(name)
+    theirs = x.AsyncHTTPTransport if is_async else x.HTTPTransport
+    ours = pool_transports(family(name))[is_async]
+    own = {attr for klass in ours.__mro__[:ours.__mro__.index(theirs)] for attr in vars(klass)}
+    assert own - {"__init__", "__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "_family",
+                  "__annotations__", "__firstlineno__", "__static_attributes__"} == set()
 
 
 # -- on the wire ---------------------------------------------------------------------------------
@@ -233,3 +224,37 @@ def test_http2_stall_of_one_stream_is_raw_silence_through_the_owned_pool(owned_h
         assert server.connections_accepted == 1
         assert h2.wait_for(lambda: server.requests("b")[0].disconnected)  # B's stream reset (RST_STREAM)
     assert adopted == []  # the pool was ours: nothing adopted
+
+
+@pytest.mark.parametrize("is_async", KINDS, ids=KIND_IDS)
+def test_what_instruments_the_familys_transport_still_sees_the_owned_one(is_async, provider) -> None:  # type: ignore[no-untyped-def]
+    # opentelemetry-instrumentation-httpx wraps httpx's HTTPTransport.handle_request (and the async
+    # one) on the class: a request the liveness transport passes through (a host outside
+    # ``hosts``) keeps its httpx span, as it did over the family's own transport.
+    import httpx
+    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    url = provider.add("other", [[s.Headers(), *anthropic_reply()]]) + "/v1/messages"
+    instrumentor = HTTPXClientInstrumentor()
+    instrumentor.instrument(tracer_provider=tracer_provider)
+    try:
+        transport = _public("httpx", is_async)(policy=FAST, telemetry=False, hosts=["provider.invalid"])
+        if is_async:
+            async def post() -> None:
+                async with httpx.AsyncClient(transport=transport) as client:
+                    (await client.post(url, json={"stream": True})).raise_for_status()
+
+            anyio.run(post)
+        else:
+            with httpx.Client(transport=transport) as client:
+                client.post(url, json={"stream": True}).raise_for_status()
+    finally:
+        instrumentor.uninstrument()
+    scopes = [span.instrumentation_scope.name for span in exporter.get_finished_spans()]
+    assert scopes == ["opentelemetry.instrumentation.httpx"], scopes

@@ -14,10 +14,10 @@ import copy
 from functools import cache
 from typing import Any
 
-from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough, AsyncPoolStream, AsyncPoolTransport
+from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough, AsyncPoolTransport
 from ._base import TransportBase
 from ._family import Family
-from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough, SyncPoolStream, SyncPoolTransport
+from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough, SyncPoolTransport
 
 __all__ = ["is_liveness_transport", "liveness_in", "liveness_transports", "pool_transports", "seat", "unseat"]
 
@@ -64,23 +64,15 @@ def pool_transports(family: Family) -> tuple[type, type]:
     the transport builds itself (``_async/transport.py``), made once."""
     x: Any = family.module
 
-    class PoolStream(SyncPoolStream, x.SyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
-        """The body of a response of the owned pool."""
-
     class HTTPTransport(SyncPoolTransport, x.HTTPTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
-        """The family's ``HTTPTransport`` over a connection pool the liveness transport owns."""
+        """The family's ``HTTPTransport`` over a connection pool the liveness transport built."""
 
         _family = family
-        _stream_cls = PoolStream
-
-    class AsyncPoolStream_(AsyncPoolStream, x.AsyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
-        """The body of a response of the owned pool."""
 
     class AsyncHTTPTransport(AsyncPoolTransport, x.AsyncHTTPTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
-        """The family's ``AsyncHTTPTransport`` over a connection pool the liveness transport owns."""
+        """The family's ``AsyncHTTPTransport`` over a connection pool the liveness transport built."""
 
         _family = family
-        _stream_cls = AsyncPoolStream_
 
     return HTTPTransport, AsyncHTTPTransport
 

@@ -3,12 +3,10 @@ also the family's own exceptions, and a default inner transport with the SDKs' T
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import socket
 import sys
 import threading
-from collections.abc import Iterator
 from functools import cache, cached_property
 from types import ModuleType
 from typing import Any
@@ -49,13 +47,6 @@ _CAUSE_BASE = {
 }
 
 
-#: httpcore's exceptions that httpx (and httpx2) map to their own of the same name
-#: (httpx/_transports/default.py, ``map_httpcore_exceptions``).
-_CORE_ERRORS = frozenset({
-    "TimeoutException", "ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout", "NetworkError",
-    "ConnectError", "ReadError", "WriteError", "ProxyError", "UnsupportedProtocol", "ProtocolError",
-    "LocalProtocolError", "RemoteProtocolError",
-})
 #: The httpcore each family's transports are built on.
 _CORES = {"httpx": "httpcore", "httpx2": "httpcore2"}
 
@@ -66,36 +57,11 @@ class Family:
     def __init__(self, module: ModuleType) -> None:
         self.module = module
         self.name = module.__name__
-        self._mapped: dict[type, type[BaseException] | None] = {}
 
     @cached_property
     def core(self) -> ModuleType:
         """The httpcore this family's transports are built on (httpcore for httpx, httpcore2 for httpx2)."""
         return importlib.import_module(_CORES[self.name])
-
-    @contextlib.contextmanager
-    def core_errors(self) -> Iterator[None]:
-        """httpcore's exceptions raised inside as the family's own (the most specific class of the
-        same name, the message kept, the original as ``__cause__``), as the family's transports map
-        them; anything else goes through as it is."""
-        try:
-            yield
-        except Exception as exc:
-            mapped = self._mapped.get(type(exc), _UNSEEN)
-            if mapped is _UNSEEN:
-                mapped = self._mapped[type(exc)] = self._family_error(type(exc))
-            if mapped is None:
-                raise
-            raise mapped(str(exc)) from exc
-
-    def _family_error(self, cls: type) -> type[BaseException] | None:
-        core = self.core
-        for base in cls.__mro__:
-            name = base.__name__
-            if name in _CORE_ERRORS and getattr(core, name, None) is base:
-                found: type[BaseException] = getattr(self.module, name)
-                return found
-        return None
 
     def __repr__(self) -> str:
         return f"Family({self.name})"
@@ -143,7 +109,6 @@ class Family:
         return cls(**kwargs)
 
 
-_UNSEEN: Any = object()
 _COMBINED: dict[tuple[type, type], type[E.LivenessError]] = {}
 _COMBINED_LOCK = threading.Lock()  # one class per pair, whichever thread builds it first
 

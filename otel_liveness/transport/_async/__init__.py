@@ -13,7 +13,7 @@ it owns (:class:`AsyncPoolTransport`).
 from .http2 import AsyncH2Pool, AsyncH2Stream, AsyncH2Wait
 from .network import AsyncWakingBackend, AsyncWakingStream
 from .stream import AsyncLivenessStream, AsyncPassThrough
-from .transport import AsyncLivenessMixin, AsyncPoolStream, AsyncPoolTransport
+from .transport import AsyncLivenessMixin, AsyncPoolTransport
 
 __all__ = [
     "AsyncH2Pool",
@@ -22,7 +22,6 @@ __all__ = [
     "AsyncLivenessMixin",
     "AsyncLivenessStream",
     "AsyncPassThrough",
-    "AsyncPoolStream",
     "AsyncPoolTransport",
     "AsyncWakingBackend",
     "AsyncWakingStream",

@@ -3,21 +3,18 @@ the I/O each command of the engine asks for (:mod:`otel_liveness.core.commands`)
 is the engine's (:mod:`otel_liveness.core.engine`).
 
 And the inner transport a liveness transport builds when it is given none,
-:class:`AsyncPoolTransport`: an httpx (httpx2) transport over a connection pool it owns. The pool
-is built through httpcore's public constructor with ``network_backend=`` the waking backend
+:class:`AsyncPoolTransport`: the family's ``AsyncHTTPTransport`` over a connection pool it builds
+itself, through httpcore's public constructor with ``network_backend=`` the waking backend
 (:func:`.http2.new_pool`), so on that road nothing of httpcore's is assigned after the fact (a
 transport the caller built has its pool adopted in place instead: :func:`.http2.install_wakeups`).
-It does what the family's ``AsyncHTTPTransport`` does with its pool -- the request handed to
-httpcore, httpcore's exceptions raised as the family's (``Family.core_errors``), the response's
-body read under the same mapping -- and is an instance of the family's ``AsyncHTTPTransport``
-(what callers and SDKs check), with the same options: the family's own signature, with its
-defaults, names them. Through a proxy the family's own transport is built instead
-(``Family.default_transport``)."""
+Only the constructor is its own -- the family's options, named by the family's own signature with
+its defaults; the family's methods send the requests, map httpcore's exceptions and read the
+bodies, as over the pool the family would have built. Through a proxy the family's own transport
+is built instead (``Family.default_transport``)."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator
 from typing import Any
 
 from ...core.commands import READ, Respond, Send, Sleep
@@ -27,7 +24,7 @@ from .._family import Family
 from .http2 import install_wakeups, new_pool
 from .network import READING
 
-__all__ = ["AsyncLivenessMixin", "AsyncPoolStream", "AsyncPoolTransport"]
+__all__ = ["AsyncLivenessMixin", "AsyncPoolTransport"]
 
 
 class AsyncLivenessMixin(TransportBase):
@@ -117,12 +114,13 @@ async def _discard(response: Any) -> None:
 
 
 class AsyncPoolTransport:
-    """Joined to the family's ``AsyncHTTPTransport`` (``_classes.pool_transports``); its pool is
-    ``_pool`` (its own attribute: every method of the family's class that would read it is
-    defined here)."""
+    """Joined to the family's ``AsyncHTTPTransport`` (``_classes.pool_transports``): its constructor
+    builds the pool; every other method is the family's own, over that pool (``_pool``, the name
+    the family's methods read: tests/test_http2_privates.py checks it) -- so what instruments the
+    family's transport class (opentelemetry-instrumentation-httpx) sees this one too, and
+    httpcore's exceptions are mapped by the family itself."""
 
     _family: Family
-    _stream_cls: type
 
     def __init__(self, **options: Any) -> None:
         x: Any = self._family.module
@@ -145,48 +143,3 @@ class AsyncPoolTransport:
             retries=given["retries"],
             socket_options=given["socket_options"],
         )
-
-    async def __aenter__(self) -> Any:
-        await self._pool.__aenter__()
-        return self
-
-    async def __aexit__(self, *args: Any) -> None:
-        with self._family.core_errors():
-            await self._pool.__aexit__(*args)
-
-    async def handle_async_request(self, request: Any) -> Any:
-        core: Any = self._family.core
-        url = request.url
-        req = core.Request(
-            method=request.method,
-            url=core.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
-        )
-        with self._family.core_errors():
-            response = await self._pool.handle_async_request(req)
-        return self._family.module.Response(status_code=response.status, headers=response.headers,
-                                            stream=self._stream_cls(response.stream, self._family),
-                                            extensions=response.extensions)
-
-    async def aclose(self) -> None:
-        await self._pool.aclose()
-
-
-class AsyncPoolStream:
-    """The body of a response of the owned pool, read under the family's exception mapping."""
-
-    def __init__(self, inner: Any, family: Family) -> None:
-        self._inner = inner
-        self._family = family
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        with self._family.core_errors():
-            async for part in self._inner:
-                yield part
-
-    async def aclose(self) -> None:
-        close = getattr(self._inner, "aclose", None)
-        if close is not None:
-            await close()

@@ -14,7 +14,7 @@ it owns (:class:`SyncPoolTransport`).
 from .http2 import SyncH2Pool, SyncH2Stream, SyncH2Wait
 from .network import SyncWakingBackend, SyncWakingStream
 from .stream import SyncLivenessStream, SyncPassThrough
-from .transport import SyncLivenessMixin, SyncPoolStream, SyncPoolTransport
+from .transport import SyncLivenessMixin, SyncPoolTransport
 
 __all__ = [
     "SyncH2Pool",
@@ -23,7 +23,6 @@ __all__ = [
     "SyncLivenessMixin",
     "SyncLivenessStream",
     "SyncPassThrough",
-    "SyncPoolStream",
     "SyncPoolTransport",
     "SyncWakingBackend",
     "SyncWakingStream",
