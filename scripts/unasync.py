@@ -35,6 +35,7 @@ SUBS = [
     (r"\bAsyncH2Connection\b", "SyncH2Connection"),
     (r"\bAsyncPoolTransport\b", "SyncPoolTransport"),
     (r"\bAsyncConnectionPool\b", "ConnectionPool"),
+    (r"\bAsyncHTTPProxy\b", "HTTPProxy"),
     (r"\bAsyncHTTPTransport\b", "HTTPTransport"),
     (r"\bAsyncBackend\b", "SyncBackend"),
     (r"\bAsyncIterator\b", "Iterator"),

@@ -101,12 +101,17 @@ def test_a_callers_pool_is_adopted_by_one_function(name, is_async, assignments) 
     assert isinstance(inner._pool, driver.AsyncH2Pool if is_async else driver.SyncH2Pool)
 
 
+@pytest.mark.parametrize("proxy", [None, "http://user:secret@proxy.example:3128", "proxy"],
+                         ids=["direct", "http-proxy", "proxy-object"])
 @pytest.mark.parametrize("is_async", KINDS, ids=KIND_IDS)
 @pytest.mark.parametrize("name", FAMILIES)
-def test_the_owned_pool_has_the_settings_the_familys_own_transport_gives_it(name, is_async) -> None:  # type: ignore[no-untyped-def]
+def test_the_owned_pool_has_the_settings_the_familys_own_transport_gives_it(name, is_async, proxy) -> None:  # type: ignore[no-untyped-def]
     x = importlib.import_module(name)
+    if proxy == "proxy":
+        proxy = x.Proxy("https://proxy.example:8443", headers={"x-proxy": "1"})
     options = {"http2": True, "retries": 2, "local_address": "127.0.0.1", "socket_options": [(1, 9, 1)],
-               "limits": x.Limits(max_connections=7, max_keepalive_connections=3, keepalive_expiry=2.5)}
+               "limits": x.Limits(max_connections=7, max_keepalive_connections=3, keepalive_expiry=2.5),
+               "proxy": proxy}
     theirs = (x.AsyncHTTPTransport if is_async else x.HTTPTransport)(**options)._pool
     ours = pool_transports(family(name))[is_async](**options)._pool
     assert type(ours).__mro__[1:].count(type(theirs)) == 1  # httpcore's own class, the HTTP/2 mixin added
@@ -117,6 +122,10 @@ def test_the_owned_pool_has_the_settings_the_familys_own_transport_gives_it(name
         if isinstance(value, simple) and key != "_connections":
             assert mine[key] == value, key
     assert type(mine["_ssl_context"]) is type(yours["_ssl_context"])
+    if proxy is not None:
+        assert mine["_proxy_url"] == yours["_proxy_url"] and mine["_proxy_headers"] == yours["_proxy_headers"]
+        assert family(name).default_transport(asynchronous=is_async, proxy=proxy).__class__ is type(
+            pool_transports(family(name))[is_async](proxy=proxy))  # a liveness transport builds this one too
 
 
 @pytest.mark.parametrize("is_async", KINDS, ids=KIND_IDS)

@@ -9,8 +9,8 @@ itself, through httpcore's public constructor with ``network_backend=`` the waki
 transport the caller built has its pool adopted in place instead: :func:`.http2.install_wakeups`).
 Only the constructor is its own -- the family's options, named by the family's own signature with
 its defaults; the family's methods send the requests, map httpcore's exceptions and read the
-bodies, as over the pool the family would have built. Through a proxy the family's own transport
-is built instead (``Family.default_transport``)."""
+bodies, as over the pool the family would have built. Directly or through an HTTP(S) proxy;
+through a SOCKS proxy the family's own transport is built instead (``Family.default_transport``)."""
 
 from __future__ import annotations
 
@@ -124,22 +124,50 @@ class AsyncPoolTransport:
 
     def __init__(self, **options: Any) -> None:
         x: Any = self._family.module
+        core: Any = self._family.core
         bound = inspect.signature(x.AsyncHTTPTransport).bind(**options)  # the family's options and defaults
         bound.apply_defaults()
         given = bound.arguments
-        if given["proxy"] is not None:
-            raise TypeError("a proxy is the family's own transport's (Family.default_transport)")
         limits = given["limits"]
+        pool = {
+            "ssl_context": x.create_ssl_context(verify=given["verify"], cert=given["cert"], trust_env=given["trust_env"]),
+            "max_connections": limits.max_connections,
+            "max_keepalive_connections": limits.max_keepalive_connections,
+            "keepalive_expiry": limits.keepalive_expiry,
+            "http1": given["http1"],
+            "http2": given["http2"],
+        }
+        proxy = http_proxy(x, given["proxy"])
+        if proxy is None:
+            if given["proxy"] is not None:
+                raise TypeError("a SOCKS proxy is the family's own transport's (Family.default_transport)")
+            for name in ("uds", "local_address", "retries", "socket_options"):
+                pool[name] = given[name]
+            self._pool = new_pool(core, core.AsyncConnectionPool, **pool)
+            return
+        url = proxy.url
+        for name in _PROXY_OPTIONS.get(self._family.name, _PROXY_OPTIONS["httpx"]):
+            pool[name] = given[name]
         self._pool = new_pool(
-            self._family.core,
-            ssl_context=x.create_ssl_context(verify=given["verify"], cert=given["cert"], trust_env=given["trust_env"]),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            http1=given["http1"],
-            http2=given["http2"],
-            uds=given["uds"],
-            local_address=given["local_address"],
-            retries=given["retries"],
-            socket_options=given["socket_options"],
+            core, core.AsyncHTTPProxy, **pool,
+            proxy_url=core.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            proxy_auth=proxy.raw_auth, proxy_headers=proxy.headers.raw, proxy_ssl_context=proxy.ssl_context,
         )
+
+
+#: The transport options each family passes on to httpcore's HTTP proxy pool, beyond the proxy's
+#: own and the pool's (its ``HTTPTransport`` constructor).
+_PROXY_OPTIONS = {
+    "httpx": ("socket_options",),
+    "httpx2": ("uds", "local_address", "retries", "socket_options"),
+}
+
+
+def http_proxy(x: Any, proxy: Any) -> Any:
+    """``proxy`` (a transport's ``proxy=`` option of the family ``x``) as the family's ``Proxy``
+    when it is an HTTP(S) proxy, else ``None`` (none, or a SOCKS proxy)."""
+    if proxy is None:
+        return None
+    if isinstance(proxy, (str, x.URL)):
+        proxy = x.Proxy(url=proxy)
+    return proxy if proxy.url.scheme in ("http", "https") else None

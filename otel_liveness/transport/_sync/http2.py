@@ -199,14 +199,15 @@ def h2_opened(network: SyncWakingStream, buffer: bytes) -> SyncH2Connection | No
     return connection
 
 
-def new_pool(core: Any, **options: Any) -> Any:
-    """A connection pool of ``core`` (httpcore or httpcore2) built by the liveness transport itself,
+def new_pool(core: Any, pool_class: Any, **options: Any) -> Any:
+    """A connection pool of ``core`` (httpcore or httpcore2; ``pool_class``: its
+    ``ConnectionPool`` or its ``HTTPProxy``) built by the liveness transport itself,
     through httpcore's public constructor: ``network_backend=`` the waking backend (over the one
     httpcore would pick), its class httpcore's own with :class:`SyncH2Pool` mixed in. Nothing of
     httpcore's is assigned or read after the fact (the road of :class:`~.transport.SyncPoolTransport`)."""
     timeout_error = core.ReadTimeout
     backend = SyncWakingBackend(SyncBackend.network(core), timeout_error, h2_opened)
-    return _h2_pool_class(core.ConnectionPool, timeout_error)(network_backend=backend, **options)
+    return _h2_pool_class(pool_class, timeout_error)(network_backend=backend, **options)
 
 
 def install_wakeups(inner: Any) -> None:
