@@ -4,12 +4,17 @@ a stream reset into a no-op (the driver reads them with getattr and does nothing
 missing).
 
 Where they are used (otel_liveness/transport/_async/http2.py, generated into _sync/):
-- ``install_wakeups``: the transport's ``_pool`` and the pool's ``_network_backend``;
-- ``_reset_forgotten`` / ``AsyncH2Stream._reset``: a pool's ``connections``, a connection's
-  ``_connection``; the HTTP/2 connection's ``_network_stream`` and ``_events``; a response
-  stream's ``_connection`` and ``_stream_id``;
-- ``_cancel_streams``, the one function that writes through them: ``_h2_state`` (h2's public
-  ``H2Connection``), ``_state_lock`` and ``_write_outgoing_data(request)``.
+- ``install_wakeups``, only for a transport the caller built (a pool the liveness transport
+  builds itself gets its backend through the public ``network_backend=``): the transport's
+  ``_pool`` and the pool's ``_network_backend`` (and its ``__class__``);
+- ``_cancel_streams``, the one function that resets a stream (RST_STREAM): a pool's connection's
+  ``_connection``; the HTTP/2 connection's ``_network_stream``, ``_events``, ``_h2_state`` (h2's
+  public ``H2Connection``), ``_state_lock`` and ``_write_outgoing_data(request)``; the pool's
+  response stream's ``_stream``, whose ``_connection`` and ``_stream_id`` name the stream.
+
+Beyond the names, the last tests reset a stream through ``_cancel_streams`` against httpcore's own
+pool and HTTP/2 connection, an in-memory h2 server on the other side: the server must see the
+RST_STREAM (CANCEL).
 """
 
 from __future__ import annotations
@@ -20,8 +25,14 @@ import inspect
 from types import ModuleType
 from typing import Any
 
+import anyio
+import h2.config
 import h2.connection
+import h2.events
 import pytest
+
+from otel_liveness.transport._async import http2 as async_http2
+from otel_liveness.transport._sync import http2 as sync_http2
 
 FLAVOURS = [name for name in ("httpcore", "httpcore2") if importlib.util.find_spec(name) is not None]
 
@@ -76,3 +87,124 @@ def test_the_transports_name_their_pool() -> None:
         httpx: Any = importlib.import_module(name)
         for transport in (httpx.HTTPTransport(http2=True), httpx.AsyncHTTPTransport(http2=True)):
             assert hasattr(transport._pool, "_network_backend"), (name, type(transport))
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_pools_response_stream_names_its_connection_stream(core: ModuleType, kind: str) -> None:
+    module = importlib.import_module(f"{core.__name__}._{kind}.connection_pool")
+    params = list(inspect.signature(module.PoolByteStream.__init__).parameters)
+    assert params[:2] == ["self", "stream"]
+    assert "self._stream = stream" in inspect.getsource(module.PoolByteStream.__init__)
+
+
+class _Peer:
+    """The server side of one HTTP/2 connection, in memory (h2): it answers each request with its
+    headers and one data frame and keeps the stream open; it records the streams reset."""
+
+    def __init__(self) -> None:
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+        self.h2.initiate_connection()
+        self.pending = self.h2.data_to_send()
+        self.resets: list[tuple[int, int]] = []
+
+    def feed(self, data: bytes) -> None:
+        for event in self.h2.receive_data(data):
+            if isinstance(event, h2.events.RequestReceived):
+                self.h2.send_headers(event.stream_id, [(":status", "200")])
+                self.h2.send_data(event.stream_id, b"partial")
+            elif isinstance(event, h2.events.StreamReset):
+                self.resets.append((event.stream_id, event.error_code))
+        self.pending += self.h2.data_to_send()
+
+    def take(self, max_bytes: int) -> bytes:
+        data, self.pending = self.pending[:max_bytes], self.pending[max_bytes:]
+        return data
+
+
+class _Stream:
+    def __init__(self, peer: _Peer) -> None:
+        self.peer = peer
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.peer.take(max_bytes)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.peer.feed(buffer)
+
+    def close(self) -> None:
+        pass
+
+    def get_extra_info(self, info: str) -> Any:
+        return None
+
+
+class _AsyncStream(_Stream):
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # type: ignore[override]
+        return self.peer.take(max_bytes)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # type: ignore[override]
+        self.peer.feed(buffer)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _Backend:
+    def __init__(self, is_async: bool) -> None:
+        self.peer = _Peer()
+        self.stream = (_AsyncStream if is_async else _Stream)(self.peer)
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> _Stream:
+        return self.stream
+
+
+class _AsyncBackend(_Backend):
+    async def connect_tcp(self, *args: Any, **kwargs: Any) -> _Stream:  # type: ignore[override]
+        return self.stream
+
+    async def sleep(self, seconds: float) -> None:
+        pass
+
+
+def _reset_through_httpcore(core: ModuleType, kind: str, forgotten: bool) -> _Peer:
+    """One request on an HTTP/2 connection of httpcore's own pool (h2c), its response open; then
+    reset through ``_cancel_streams``: by its body, or (``forgotten``) after the response was
+    closed -- httpcore then forgets the stream without a reset -- by the connection's network stream."""
+    is_async = kind == "async"
+    backend = (_AsyncBackend if is_async else _Backend)(is_async)
+    pool_cls: Any = core.AsyncConnectionPool if is_async else core.ConnectionPool
+    pool = pool_cls(network_backend=backend, http1=False, http2=True)
+    request = core.Request("GET", "http://provider.test/v1/messages", headers=[(b"host", b"provider.test")])
+    driver: Any = async_http2 if is_async else sync_http2
+
+    async def run() -> None:
+        response = await pool.handle_async_request(request)
+        assert response.status == 200 and response.extensions["http_version"] == b"HTTP/2"
+        if forgotten:
+            await response.aclose()
+            assert backend.peer.resets == []  # httpcore alone only forgets it
+            await driver._cancel_streams(request, pool=pool, network=backend.stream)
+        else:
+            await driver._cancel_streams(request, body=response.stream)
+
+    if is_async:
+        anyio.run(run)
+    else:
+        response = pool.handle_request(request)
+        assert response.status == 200 and response.extensions["http_version"] == b"HTTP/2"
+        if forgotten:
+            response.close()
+            assert backend.peer.resets == []
+            driver._cancel_streams(request, pool=pool, network=backend.stream)
+        else:
+            driver._cancel_streams(request, body=response.stream)
+    return backend.peer
+
+
+@pytest.mark.parametrize("forgotten", [False, True], ids=["by-body", "forgotten"])
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_the_reset_reaches_the_server_through_httpcores_own_connection(core: ModuleType, kind: str,
+                                                                        forgotten: bool) -> None:
+    peer = _reset_through_httpcore(core, kind, forgotten)
+    assert peer.resets == [(1, 0x8)]  # RST_STREAM, CANCEL, for the one stream

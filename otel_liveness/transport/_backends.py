@@ -67,6 +67,44 @@ class AsyncBackend:
         without an await in between: nothing to exclude."""
         return _NO_LOCK
 
+    @staticmethod
+    def network(core: Any) -> Any:
+        """The network backend an httpcore (``core``: httpcore or httpcore2) pool uses by default,
+        built from its public classes: trio's under trio, anyio's otherwise, picked per connection."""
+        return _AutoNetwork(core)
+
+
+class _AutoNetwork:
+    """httpcore's default async network backend (its ``AutoBackend`` is not public), from the
+    public ``TrioBackend`` and ``AnyIOBackend``: the running event loop's, asked at each connect."""
+
+    def __init__(self, core: Any) -> None:
+        self._core = core
+        self._backends: dict[str, Any] = {}
+
+    def _backend(self) -> Any:
+        try:  # as httpcore asks (its _synchronization.current_async_library)
+            import sniffio
+        except ImportError:  # pragma: no cover - sniffio comes with trio
+            name = "anyio"
+        else:
+            name = "trio" if sniffio.current_async_library() == "trio" else "anyio"
+        backend = self._backends.get(name)
+        if backend is None:
+            backend = self._backends[name] = self._core.TrioBackend() if name == "trio" else self._core.AnyIOBackend()
+        return backend
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Any = None) -> Any:
+        return await self._backend().connect_tcp(host, port, timeout=timeout, local_address=local_address,
+                                                 socket_options=socket_options)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+        return await self._backend().connect_unix_socket(path, timeout=timeout, socket_options=socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._backend().sleep(seconds)
+
 
 class _NoScope(contextlib.nullcontext[Any]):
     cancelled_caught = False
@@ -100,6 +138,11 @@ class SyncBackend:
     @staticmethod
     def lock() -> Any:
         return threading.Lock()
+
+    @staticmethod
+    def network(core: Any) -> Any:
+        """The network backend an httpcore (``core``) pool uses by default: its public ``SyncBackend``."""
+        return core.SyncBackend()
 
     @staticmethod
     def let_waiters_run() -> None:

@@ -14,12 +14,12 @@ import copy
 from functools import cache
 from typing import Any
 
-from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough
+from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough, AsyncPoolTransport
 from ._base import TransportBase
 from ._family import Family
-from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough
+from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough, SyncPoolTransport
 
-__all__ = ["is_liveness_transport", "liveness_in", "liveness_transports", "seat", "unseat"]
+__all__ = ["is_liveness_transport", "liveness_in", "liveness_transports", "pool_transports", "seat", "unseat"]
 
 
 @cache
@@ -55,6 +55,26 @@ def liveness_transports(family: Family) -> tuple[type[TransportBase], type[Trans
         _passthrough_cls = AsyncPassThrough_
 
     return LivenessTransport, AsyncLivenessTransport
+
+
+@cache
+def pool_transports(family: Family) -> tuple[type, type]:
+    """``(HTTPTransport, AsyncHTTPTransport)``: the inner transports a liveness transport of
+    ``family`` builds when given none -- subclasses of the family's own, over a connection pool
+    the transport builds itself (``_async/transport.py``), made once."""
+    x: Any = family.module
+
+    class HTTPTransport(SyncPoolTransport, x.HTTPTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
+        """The family's ``HTTPTransport`` over a connection pool the liveness transport built."""
+
+        _family = family
+
+    class AsyncHTTPTransport(AsyncPoolTransport, x.AsyncHTTPTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
+        """The family's ``AsyncHTTPTransport`` over a connection pool the liveness transport built."""
+
+        _family = family
+
+    return HTTPTransport, AsyncHTTPTransport
 
 
 def is_liveness_transport(transport: object) -> bool:

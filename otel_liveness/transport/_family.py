@@ -3,10 +3,11 @@ also the family's own exceptions, and a default inner transport with the SDKs' T
 
 from __future__ import annotations
 
+import importlib
 import socket
 import sys
 import threading
-from functools import cache
+from functools import cache, cached_property
 from types import ModuleType
 from typing import Any
 
@@ -46,12 +47,21 @@ _CAUSE_BASE = {
 }
 
 
+#: The httpcore each family's transports are built on.
+_CORES = {"httpx": "httpcore", "httpx2": "httpcore2"}
+
+
 class Family:
     """One HTTP library: ``httpx`` or ``httpx2``."""
 
     def __init__(self, module: ModuleType) -> None:
         self.module = module
         self.name = module.__name__
+
+    @cached_property
+    def core(self) -> ModuleType:
+        """The httpcore this family's transports are built on (httpcore for httpx, httpcore2 for httpx2)."""
+        return importlib.import_module(_CORES[self.name])
 
     def __repr__(self) -> str:
         return f"Family({self.name})"
@@ -84,8 +94,21 @@ class Family:
         return None
 
     def default_transport(self, *, asynchronous: bool, **kwargs: Any) -> Any:
+        """The inner transport a liveness transport builds when given none (``kwargs``: the
+        family's ``HTTPTransport`` options, with the SDKs' TCP keep-alives by default): one over a
+        connection pool it builds itself with the waking network backend (``_async/transport.py``),
+        directly or through an HTTP(S) proxy; through a SOCKS proxy, the family's own transport,
+        whose pool is then adopted as a caller's is (``_async/http2.py``, ``install_wakeups``;
+        docs/http2.md, "Whose pool")."""
         kwargs.setdefault("socket_options", keepalive_socket_options())
-        cls = self.module.AsyncHTTPTransport if asynchronous else self.module.HTTPTransport
+        from ._sync.transport import http_proxy  # (the drivers import this module)
+
+        if kwargs.get("proxy") is None or http_proxy(self.module, kwargs["proxy"]) is not None:
+            from ._classes import pool_transports
+
+            cls = pool_transports(self)[1 if asynchronous else 0]
+        else:
+            cls = self.module.AsyncHTTPTransport if asynchronous else self.module.HTTPTransport
         return cls(**kwargs)
 
 

@@ -5,12 +5,15 @@ truth: ``_sync/`` is generated from it by ``scripts/unasync.py`` (``--check`` in
 - :mod:`.stream` -- the body the caller reads, judged read by read;
 - :mod:`.network` -- the network backend whose reads wake at the engine's hints;
 - :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own.
+
+:mod:`.transport` also holds the inner transport built when none is given, over a connection pool
+it owns (:class:`AsyncPoolTransport`).
 """
 
 from .http2 import AsyncH2Pool, AsyncH2Stream, AsyncH2Wait
 from .network import AsyncWakingBackend, AsyncWakingStream
 from .stream import AsyncLivenessStream, AsyncPassThrough
-from .transport import AsyncLivenessMixin
+from .transport import AsyncLivenessMixin, AsyncPoolTransport
 
 __all__ = [
     "AsyncH2Pool",
@@ -19,6 +22,7 @@ __all__ = [
     "AsyncLivenessMixin",
     "AsyncLivenessStream",
     "AsyncPassThrough",
+    "AsyncPoolTransport",
     "AsyncWakingBackend",
     "AsyncWakingStream",
 ]

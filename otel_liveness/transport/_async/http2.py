@@ -1,14 +1,16 @@
 """HTTP/2 on a shared connection: each stream judged on its own (docs/http2.md).
 
-:func:`install_wakeups` gives the inner transport's connection pool the waking network backend
-(:mod:`.network`), whose streams hand their reads and writes to an :class:`AsyncH2Connection` once
-they carry HTTP/2 (:func:`h2_opened`: the first write is the preface), and makes the pool read its
-HTTP/2 responses through :class:`AsyncH2Stream`, which marks each read with :data:`H2_READ`, bounds
-it (on asyncio/trio) by a cancel scope at the stream's own deadline -- for a reader that waits for
-the read lock while a sibling reads -- turns a deadline into the HTTP library's read timeout (the
-driver then asks the engine for the verdict), and resets the HTTP/2 stream (RST_STREAM) when it is
-closed before its end, so the provider stops generating and the connection's flow-control window is
-not spent on a stream nobody reads.
+:func:`new_pool` builds the connection pool the transport owns with the waking network backend
+(:mod:`.network`) through httpcore's public ``network_backend=``; :func:`install_wakeups` gives it
+to a pool the caller built (the one place that assigns httpcore's privates for that). The
+backend's streams hand their reads and writes to an :class:`AsyncH2Connection` once they carry
+HTTP/2 (:func:`h2_opened`: the first write is the preface), and the pool (:class:`AsyncH2Pool`
+mixed into its class) reads its HTTP/2 responses through :class:`AsyncH2Stream`, which marks each
+read with :data:`H2_READ`, bounds it (on asyncio/trio) by a cancel scope at the stream's own
+deadline -- for a reader that waits for the read lock while a sibling reads -- turns a deadline
+into the HTTP library's read timeout (the driver then asks the engine for the verdict), and resets
+the HTTP/2 stream (RST_STREAM) when it is closed before its end, so the provider stops generating
+and the connection's flow-control window is not spent on a stream nobody reads.
 
 The streams of one connection share its network stream: whichever stream's reader holds
 httpcore's read lock reads for all of them, and an exception from that read (a timeout included)
@@ -38,7 +40,7 @@ from .._backends import AsyncBackend
 from .network import READING, AsyncWakingBackend, AsyncWakingStream
 
 __all__ = ["H2_READ", "AsyncH2Connection", "AsyncH2Pool", "AsyncH2Stream", "AsyncH2Wait", "StreamDeadline",
-           "h2_opened", "install_wakeups"]
+           "h2_opened", "install_wakeups", "new_pool"]
 
 #: The wait of the HTTP/2 stream a read is made for (its engine, and when that stream's wait began).
 H2_READ: ContextVar[AsyncH2Wait | None] = ContextVar("otel_liveness_h2_read", default=None)
@@ -196,11 +198,25 @@ def h2_opened(network: AsyncWakingStream, buffer: bytes) -> AsyncH2Connection | 
     return connection
 
 
+def new_pool(core: Any, pool_class: Any, **options: Any) -> Any:
+    """A connection pool of ``core`` (httpcore or httpcore2; ``pool_class``: its
+    ``AsyncConnectionPool`` or its ``AsyncHTTPProxy``) built by the liveness transport itself,
+    through httpcore's public constructor: ``network_backend=`` the waking backend (over the one
+    httpcore would pick), its class httpcore's own with :class:`AsyncH2Pool` mixed in. Nothing of
+    httpcore's is assigned or read after the fact (the road of :class:`~.transport.AsyncPoolTransport`)."""
+    timeout_error = core.ReadTimeout
+    backend = AsyncWakingBackend(AsyncBackend.network(core), timeout_error, h2_opened)
+    return _h2_pool_class(pool_class, timeout_error)(network_backend=backend, **options)
+
+
 def install_wakeups(inner: Any) -> None:
-    """Wrap the network backend of ``inner``'s httpcore connection pool (a private attribute of
-    httpx's and httpx2's transports), and make the pool read its HTTP/2 responses through
-    :class:`AsyncH2Stream`; transports without one (mocks, custom) are left as they are: their
-    deadlines are then the socket timeout's, and notices arrive with the next read."""
+    """For a transport the caller (or an SDK) built and handed over: its pool is theirs, already
+    built, and its settings are readable only through many privates, so it is adopted in place --
+    the one function that assigns httpcore's privates for it: ``inner``'s connection pool (httpx's
+    and httpx2's ``_pool``) gets the waking network backend (its ``_network_backend``) and the
+    :class:`AsyncH2Pool` mixin (its ``__class__``). Transports without one (mocks, custom) are left
+    as they are: their deadlines are then the socket timeout's, and notices arrive with the next
+    read. tests/test_http2_privates.py fails when httpx or httpcore renames one of these."""
     pool: Any = getattr(inner, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if backend is None or isinstance(backend, AsyncWakingBackend):
@@ -211,28 +227,30 @@ def install_wakeups(inner: Any) -> None:
         return
     pool._network_backend = AsyncWakingBackend(backend, timeout_error, h2_opened)
     try:
-        pool.__class__ = _h2_pool_class(type(pool))
+        pool.__class__ = _h2_pool_class(type(pool), timeout_error)
     except TypeError:  # pragma: no cover - a pool class that cannot be extended: HTTP/1.1 is unaffected
         return
-    pool._liveness_timeout_error = timeout_error
 
 
 _H2_POOLS: dict[type, type] = {}
 
 
-def _h2_pool_class(cls: type) -> type:
+def _h2_pool_class(cls: type, timeout_error: type[BaseException]) -> type:
     """``cls`` (an httpcore connection pool class) whose responses on HTTP/2 are
-    :class:`AsyncH2Stream`; HTTP/1.1 responses are returned as they come."""
+    :class:`AsyncH2Stream` (``timeout_error``: its httpcore's ``ReadTimeout``); HTTP/1.1 responses
+    are returned as they come."""
     if issubclass(cls, AsyncH2Pool):
         return cls
     sub = _H2_POOLS.get(cls)
     if sub is None:
-        sub = _H2_POOLS[cls] = type(cls.__name__, (AsyncH2Pool, cls), {"__module__": cls.__module__})
+        sub = _H2_POOLS[cls] = type(cls.__name__, (AsyncH2Pool, cls),
+                                    {"__module__": cls.__module__, "_liveness_timeout_error": timeout_error})
     return sub
 
 
 class AsyncH2Pool:
-    """Mixed into the inner transport's connection pool class (see :func:`_h2_pool_class`)."""
+    """Mixed into the class of the inner transport's connection pool (:func:`_h2_pool_class`: the
+    pool :func:`new_pool` builds, or one :func:`install_wakeups` adopts)."""
 
     _liveness_timeout_error: type[BaseException]
 
@@ -248,7 +266,7 @@ class AsyncH2Pool:
             H2_READ.reset(token)
             wait.leave()
             if wait.network is not None:  # ended before its response on HTTP/2: reset what httpcore forgot
-                await _reset_forgotten(self, wait.network, request)
+                await _cancel_streams(request, pool=self, network=wait.network)
             if isinstance(exc, StreamDeadline):
                 raise self._liveness_timeout_error("the stream's deadline passed (HTTP/2)") from None
             raise
@@ -262,41 +280,54 @@ class AsyncH2Pool:
         return response
 
 
-async def _reset_forgotten(pool: Any, network: AsyncWakingStream, request: Any) -> None:
-    """RST_STREAM (CANCEL) for every stream of the HTTP/2 connection on ``network`` that httpcore
-    has forgotten while it is still open (a stream ended before its response: httpcore only drops
-    it), so that the provider stops and its bytes do not use up the connection's window. Through
-    private attributes of httpcore's connections: where they are missing, nothing is done."""
-    for connection in list(getattr(pool, "connections", ())):
-        conn: Any = getattr(connection, "_connection", None)
-        if getattr(conn, "_network_stream", None) is not network:
-            continue
-        known = getattr(conn, "_events", None)
-        if known is not None:
-            await _cancel_streams(conn, request, _forgotten(known))
-        return
-
-
 def _forgotten(known: Any) -> Callable[[Any], list[int]]:
     """The open client streams of an h2 state that httpcore no longer knows (``known``: its own)."""
     return lambda state: [stream_id for stream_id, stream in list(state.streams.items())
                           if stream_id % 2 and stream_id not in known and not stream.closed]
 
 
-async def _cancel_streams(conn: Any, request: Any, pick: Callable[[Any], Iterable[int]]) -> None:
-    """RST_STREAM (CANCEL) for the streams ``pick`` names from the h2 state of ``conn`` (an httpcore
-    HTTP/2 connection), written out at once. httpcore has no public way to reset one stream: this
-    is the one place that writes through its privates (``_h2_state``, ``_state_lock``,
-    ``_write_outgoing_data``); tests/test_http2_privates.py fails when httpcore changes them. Where
-    they are missing, or the connection is gone, nothing is sent."""
+async def _cancel_streams(request: Any, *, body: Any = None, pool: Any = None,
+                          network: AsyncWakingStream | None = None) -> None:
+    """RST_STREAM (CANCEL), written out at once, for the HTTP/2 stream of ``body`` (the pool's
+    response stream of a response closed before its end), or -- given ``pool`` and the ``network``
+    stream of one of its HTTP/2 connections -- for every stream of that connection that httpcore
+    has forgotten while it is still open (a stream ended before its response: httpcore only drops
+    it), so that the provider stops and its bytes do not use up the connection's window.
+
+    httpcore has no public way to reset one stream: this is the one function that reads and
+    writes its privates for it -- a pool's connection's ``_connection``; the HTTP/2 connection's
+    ``_network_stream``, ``_events``, ``_h2_state`` (h2's public ``H2Connection``), ``_state_lock``
+    and ``_write_outgoing_data(request)``; a response stream's ``_stream``, whose ``_connection``
+    and ``_stream_id`` name it. tests/test_http2_privates.py fails when httpcore changes one of
+    them, and resets a stream through this function against httpcore's own HTTP/2 connection.
+    Where they are missing, or the connection is gone, nothing is sent."""
+    conn: Any = None
+    pick: Callable[[Any], Iterable[int]]
+    if body is not None:
+        stream = getattr(body, "_stream", None)
+        conn = getattr(stream, "_connection", None)
+        stream_id = getattr(stream, "_stream_id", None)
+        if stream_id is None:
+            return
+        pick = lambda state: (stream_id,)
+    else:
+        for connection in list(getattr(pool, "connections", ())):
+            inner: Any = getattr(connection, "_connection", None)
+            if getattr(inner, "_network_stream", None) is network:
+                conn = inner
+                break
+        known = getattr(conn, "_events", None)
+        if known is None:
+            return
+        pick = _forgotten(known)
     state = getattr(conn, "_h2_state", None)
     if state is None:
         return
     with AsyncBackend.shield():
         try:
             async with conn._state_lock:
-                for stream_id in pick(state):
-                    state.reset_stream(stream_id, _H2_CANCEL)
+                for picked in pick(state):
+                    state.reset_stream(picked, _H2_CANCEL)
             await conn._write_outgoing_data(request)
         except Exception:  # noqa: BLE001 - already ended or reset by the peer, or the connection is gone
             return
@@ -366,14 +397,9 @@ class AsyncH2Stream:
             await close()
 
     async def _reset(self) -> None:
-        """RST_STREAM (CANCEL) for a stream closed before its end, through the httpcore connection
-        that carries it (private attributes: where they are missing, the stream is only closed)."""
+        """RST_STREAM (CANCEL) for a stream closed before its end (:func:`_cancel_streams`: where
+        httpcore's privates are missing, the stream is only closed)."""
         if self._ended:
             return
         self._ended = True
-        stream = getattr(self._inner, "_stream", None)
-        conn: Any = getattr(stream, "_connection", None)
-        stream_id = getattr(stream, "_stream_id", None)
-        if stream_id is not None:
-            await _cancel_streams(conn, self._request, lambda state: (stream_id,))
-
+        await _cancel_streams(self._request, body=self._inner)

@@ -6,12 +6,15 @@ do not edit.
 - :mod:`.stream` -- the body the caller reads, judged read by read;
 - :mod:`.network` -- the network backend whose reads wake at the engine's hints;
 - :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own.
+
+:mod:`.transport` also holds the inner transport built when none is given, over a connection pool
+it owns (:class:`SyncPoolTransport`).
 """
 
 from .http2 import SyncH2Pool, SyncH2Stream, SyncH2Wait
 from .network import SyncWakingBackend, SyncWakingStream
 from .stream import SyncLivenessStream, SyncPassThrough
-from .transport import SyncLivenessMixin
+from .transport import SyncLivenessMixin, SyncPoolTransport
 
 __all__ = [
     "SyncH2Pool",
@@ -20,6 +23,7 @@ __all__ = [
     "SyncLivenessMixin",
     "SyncLivenessStream",
     "SyncPassThrough",
+    "SyncPoolTransport",
     "SyncWakingBackend",
     "SyncWakingStream",
 ]

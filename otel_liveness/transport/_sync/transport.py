@@ -1,19 +1,31 @@
 # GENERATED from _async/transport.py by scripts/unasync.py: do not edit.
 """The request loop: the transport's ``handle_request`` runs one request's attempts, doing
 the I/O each command of the engine asks for (:mod:`otel_liveness.core.commands`); every decision
-is the engine's (:mod:`otel_liveness.core.engine`)."""
+is the engine's (:mod:`otel_liveness.core.engine`).
+
+And the inner transport a liveness transport builds when it is given none,
+:class:`SyncPoolTransport`: the family's ``HTTPTransport`` over a connection pool it builds
+itself, through httpcore's public constructor with ``network_backend=`` the waking backend
+(:func:`.http2.new_pool`), so on that road nothing of httpcore's is assigned after the fact (a
+transport the caller built has its pool adopted in place instead: :func:`.http2.install_wakeups`).
+Only the constructor is its own -- the family's options, named by the family's own signature with
+its defaults; the family's methods send the requests, map httpcore's exceptions and read the
+bodies, as over the pool the family would have built. Directly or through an HTTP(S) proxy;
+through a SOCKS proxy the family's own transport is built instead (``Family.default_transport``)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ...core.commands import READ, Respond, Send, Sleep
 from .._backends import SyncBackend
 from .._base import TransportBase, error_for, header_dict, io_failed
-from .http2 import install_wakeups
+from .._family import Family
+from .http2 import install_wakeups, new_pool
 from .network import READING
 
-__all__ = ["SyncLivenessMixin"]
+__all__ = ["SyncLivenessMixin", "SyncPoolTransport"]
 
 
 class SyncLivenessMixin(TransportBase):
@@ -33,7 +45,8 @@ class SyncLivenessMixin(TransportBase):
         self._inner.close()
 
     def _install_wakeups(self, inner: Any) -> None:
-        install_wakeups(inner)
+        if not isinstance(inner, SyncPoolTransport):  # (a pool this transport built has them already)
+            install_wakeups(inner)  # a transport the caller built: its pool adopted in place
 
     def handle_request(self, request: Any) -> Any:
         if not self._applies(request):
@@ -100,3 +113,62 @@ def _discard(response: Any) -> None:
         with SyncBackend.shield():
             response.close()
 
+
+class SyncPoolTransport:
+    """Joined to the family's ``HTTPTransport`` (``_classes.pool_transports``): its constructor
+    builds the pool; every other method is the family's own, over that pool (``_pool``, the name
+    the family's methods read: tests/test_http2_privates.py checks it) -- so what instruments the
+    family's transport class (opentelemetry-instrumentation-httpx) sees this one too, and
+    httpcore's exceptions are mapped by the family itself."""
+
+    _family: Family
+
+    def __init__(self, **options: Any) -> None:
+        x: Any = self._family.module
+        core: Any = self._family.core
+        bound = inspect.signature(x.HTTPTransport).bind(**options)  # the family's options and defaults
+        bound.apply_defaults()
+        given = bound.arguments
+        limits = given["limits"]
+        pool = {
+            "ssl_context": x.create_ssl_context(verify=given["verify"], cert=given["cert"], trust_env=given["trust_env"]),
+            "max_connections": limits.max_connections,
+            "max_keepalive_connections": limits.max_keepalive_connections,
+            "keepalive_expiry": limits.keepalive_expiry,
+            "http1": given["http1"],
+            "http2": given["http2"],
+        }
+        proxy = http_proxy(x, given["proxy"])
+        if proxy is None:
+            if given["proxy"] is not None:
+                raise TypeError("a SOCKS proxy is the family's own transport's (Family.default_transport)")
+            for name in ("uds", "local_address", "retries", "socket_options"):
+                pool[name] = given[name]
+            self._pool = new_pool(core, core.ConnectionPool, **pool)
+            return
+        url = proxy.url
+        for name in _PROXY_OPTIONS.get(self._family.name, _PROXY_OPTIONS["httpx"]):
+            pool[name] = given[name]
+        self._pool = new_pool(
+            core, core.HTTPProxy, **pool,
+            proxy_url=core.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            proxy_auth=proxy.raw_auth, proxy_headers=proxy.headers.raw, proxy_ssl_context=proxy.ssl_context,
+        )
+
+
+#: The transport options each family passes on to httpcore's HTTP proxy pool, beyond the proxy's
+#: own and the pool's (its ``HTTPTransport`` constructor).
+_PROXY_OPTIONS = {
+    "httpx": ("socket_options",),
+    "httpx2": ("uds", "local_address", "retries", "socket_options"),
+}
+
+
+def http_proxy(x: Any, proxy: Any) -> Any:
+    """``proxy`` (a transport's ``proxy=`` option of the family ``x``) as the family's ``Proxy``
+    when it is an HTTP(S) proxy, else ``None`` (none, or a SOCKS proxy)."""
+    if proxy is None:
+        return None
+    if isinstance(proxy, (str, x.URL)):
+        proxy = x.Proxy(url=proxy)
+    return proxy if proxy.url.scheme in ("http", "https") else None
