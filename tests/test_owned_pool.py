@@ -23,7 +23,7 @@ from otel_liveness.transport import family
 from otel_liveness.transport._async import http2 as async_http2
 from otel_liveness.transport._async import transport as async_transport
 from otel_liveness.transport._async.network import AsyncWakingBackend
-from otel_liveness.transport._classes import pool_transports
+from otel_liveness.transport._classes import default_transport, pool_transports
 from otel_liveness.transport._sync import http2 as sync_http2
 from otel_liveness.transport._sync import transport as sync_transport
 from otel_liveness.transport._sync.network import SyncWakingBackend
@@ -124,7 +124,7 @@ def test_the_owned_pool_has_the_settings_the_familys_own_transport_gives_it(name
     assert type(mine["_ssl_context"]) is type(yours["_ssl_context"])
     if proxy is not None:
         assert mine["_proxy_url"] == yours["_proxy_url"] and mine["_proxy_headers"] == yours["_proxy_headers"]
-        assert family(name).default_transport(asynchronous=is_async, proxy=proxy).__class__ is type(
+        assert default_transport(family(name), asynchronous=is_async, proxy=proxy).__class__ is type(
             pool_transports(family(name))[is_async](proxy=proxy))  # a liveness transport builds this one too
 
 

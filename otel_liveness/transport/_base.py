@@ -45,6 +45,8 @@ class TransportBase:
 
     _family: Family
     _is_async: bool
+    #: Builds the inner transport when none is given (``_classes.default_transport``, set there).
+    default_transport: Callable[..., Any]
     _stream_cls: type
     _passthrough_cls: type
 
@@ -58,7 +60,7 @@ class TransportBase:
         **transport_kwargs: Any,
     ) -> None:
         if inner is None:
-            inner = self._family.default_transport(asynchronous=self._is_async, **transport_kwargs)
+            inner = self.default_transport(self._family, asynchronous=self._is_async, **transport_kwargs)
         elif transport_kwargs:
             raise TypeError(f"transport options {sorted(transport_kwargs)} apply only when no inner transport is given")
         self._inner = inner

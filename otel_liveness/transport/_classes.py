@@ -16,8 +16,9 @@ from typing import Any
 
 from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough, AsyncPoolTransport
 from ._base import TransportBase
-from ._family import Family
+from ._family import Family, keepalive_socket_options
 from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough, SyncPoolTransport
+from ._sync.transport import http_proxy
 
 __all__ = ["is_liveness_transport", "liveness_in", "liveness_transports", "pool_transports", "seat", "unseat"]
 
@@ -75,6 +76,25 @@ def pool_transports(family: Family) -> tuple[type, type]:
         _family = family
 
     return HTTPTransport, AsyncHTTPTransport
+
+
+def default_transport(family: Family, *, asynchronous: bool, **kwargs: Any) -> Any:
+    """The inner transport a liveness transport of ``family`` builds when given none (``kwargs``:
+    the family's ``HTTPTransport`` options, with the SDKs' TCP keep-alives by default): one over a
+    connection pool it builds itself with the waking network backend (``_async/transport.py``),
+    directly or through an HTTP(S) proxy; through a SOCKS proxy, the family's own transport,
+    whose pool is then adopted as a caller's is (``_async/http2.py``, ``install_wakeups``;
+    docs/http2.md, "Whose pool"). Handed to :class:`~._base.TransportBase` below (``_base``
+    imports nothing above it)."""
+    kwargs.setdefault("socket_options", keepalive_socket_options())
+    if kwargs.get("proxy") is None or http_proxy(family.module, kwargs["proxy"]) is not None:
+        cls = pool_transports(family)[1 if asynchronous else 0]
+    else:
+        cls = family.module.AsyncHTTPTransport if asynchronous else family.module.HTTPTransport
+    return cls(**kwargs)
+
+
+TransportBase.default_transport = staticmethod(default_transport)
 
 
 def is_liveness_transport(transport: object) -> bool:

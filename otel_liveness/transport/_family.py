@@ -93,24 +93,6 @@ class Family:
                 return found
         return None
 
-    def default_transport(self, *, asynchronous: bool, **kwargs: Any) -> Any:
-        """The inner transport a liveness transport builds when given none (``kwargs``: the
-        family's ``HTTPTransport`` options, with the SDKs' TCP keep-alives by default): one over a
-        connection pool it builds itself with the waking network backend (``_async/transport.py``),
-        directly or through an HTTP(S) proxy; through a SOCKS proxy, the family's own transport,
-        whose pool is then adopted as a caller's is (``_async/http2.py``, ``install_wakeups``;
-        docs/http2.md, "Whose pool")."""
-        kwargs.setdefault("socket_options", keepalive_socket_options())
-        from ._sync.transport import http_proxy  # (the drivers import this module)
-
-        if kwargs.get("proxy") is None or http_proxy(self.module, kwargs["proxy"]) is not None:
-            from ._classes import pool_transports
-
-            cls = pool_transports(self)[1 if asynchronous else 0]
-        else:
-            cls = self.module.AsyncHTTPTransport if asynchronous else self.module.HTTPTransport
-        return cls(**kwargs)
-
 
 _COMBINED: dict[tuple[type, type], type[E.LivenessError]] = {}
 _COMBINED_LOCK = threading.Lock()  # one class per pair, whichever thread builds it first

@@ -11,7 +11,7 @@ transport the caller built has its pool adopted in place instead: :func:`.http2.
 Only the constructor is its own -- the family's options, named by the family's own signature with
 its defaults; the family's methods send the requests, map httpcore's exceptions and read the
 bodies, as over the pool the family would have built. Directly or through an HTTP(S) proxy;
-through a SOCKS proxy the family's own transport is built instead (``Family.default_transport``)."""
+through a SOCKS proxy the family's own transport is built instead (``_classes.default_transport``)."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ class SyncPoolTransport:
         proxy = http_proxy(x, given["proxy"])
         if proxy is None:
             if given["proxy"] is not None:
-                raise TypeError("a SOCKS proxy is the family's own transport's (Family.default_transport)")
+                raise TypeError("a SOCKS proxy is the family's own transport's (_classes.default_transport)")
             for name in ("uds", "local_address", "retries", "socket_options"):
                 pool[name] = given[name]
             self._pool = new_pool(core, core.ConnectionPool, **pool)
