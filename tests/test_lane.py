@@ -804,7 +804,7 @@ def test_the_lane_counts_have_one_hand_over() -> None:
         "take": {"core/attempt.py:Attempt.absorb_lane"},
         "take_beats": {"core/attempt.py:Attempt.absorb_lane"},
         "steady_reads": {"core/attempt.py:Attempt.absorb_lane"},
-        "absorb_lane": {"core/engine.py:_input.wrapper"},
+        "absorb_lane": {"core/state.py:input_method.wrapper"},
     }
     api = (root / "core" / "lane_api.h").read_text()
     fields = api[api.index("typedef struct {") : api.index("} LaneAPI;")]

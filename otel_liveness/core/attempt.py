@@ -236,7 +236,7 @@ class Attempt:
         (:meth:`~.clocks.AttemptClock.steady_reads`), the released count and the prefix room, and
         their heartbeats announced, one :class:`~.events.Heartbeats` a read with its time, as the
         general path announces a read's (:meth:`_judge`). The engine calls it first thing in every
-        input (``engine._input``)."""
+        input (``state.input_method``)."""
         lane = self.lane
         if lane.reads:
             _, nbytes, last, max_gap, room, frames = lane.take()
@@ -602,6 +602,18 @@ class Attempt:
             return error_type, b""
         self.commit()
         return None, self.probe_release(body, b"")
+
+    def unframed_end(self, now: float) -> tuple[bytes, Failure | None]:
+        """The end of a body read unframed (opaque, or probing: :meth:`probed`): the bytes to
+        release, and the failure a probed error object is (:meth:`probe_error`); else the reply is
+        whole."""
+        release = b""
+        if self.mode is _PROBING:
+            error_type, release = self.probed()
+            if error_type is not None:
+                return b"", self.probe_error(now, error_type)
+        self.finish(Completion.EOF)
+        return release, None
 
     def probe_error(self, now: float, error_type: str) -> Failure:
         """The probed JSON body is an error object (:meth:`probed`): the in-band provider error it

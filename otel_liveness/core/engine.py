@@ -14,34 +14,26 @@ commands instead of events::
     # ... slept after Sleep;                    engine.slept(now)
     # ... the caller closed / was cancelled;    engine.closed(now) / engine.abandoned(now, exc)
 
-The request is in one :class:`~.state.State` at a time; :mod:`.state` holds the table of which
-input is legal in which state (any other raises :class:`~.errors.IllegalInput`) and which state
-may follow which. The engine decides; its parts keep the books (``docs/architecture.md`` maps
-them): :mod:`.attempt` one attempt's (what is held and released, its body mode, the notices),
-:mod:`.clocks` every bound and verdict and when a waiting read wakes (``Engine.wake_hint``,
-``stop_hint``, ``raw_hint``), :mod:`.retry` which failures are retried, after how long and within
-the host's budget (:func:`.retry.settle`), :mod:`.report` the ending sequence and the typed errors.
+The request is in one :class:`~.state.State` at a time; :mod:`.state` holds which input is legal
+in which state (else :class:`~.errors.IllegalInput`) and which state may follow which. The engine
+decides; its parts keep the books (``docs/architecture.md`` maps them): :mod:`.attempt` one
+attempt's, :mod:`.clocks` every bound and verdict and when a waiting read wakes, :mod:`.retry`
+which failures are retried, when, and within the host's budget, :mod:`.report` the ending
+sequence and the typed errors. Shadow mode is chosen once, at the request's start (no retry
+budget, no exhausted-call cache) and as each attempt's strategy (:class:`~.attempt.ShadowAttempt`).
 
-Shadow mode is chosen once: at the request's start (no retry budget, no exhausted-call cache) and
-at each attempt's, as its strategy (:class:`~.attempt.ShadowAttempt`: it observes, never holds,
-never ends a read). The engine asks the attempt; one rule remains here, in
-:meth:`Engine._failed`: a failure the attempt only observes changes nothing the caller sees.
-
-Liveness is judged on the wire: bytes count as progress the moment they are read, before any
-verdict, so a caller that paused between reads is never mistaken for a dead provider; wire
-silence is a verdict only for a read that waited the whole bound (:meth:`Engine.timed_out`,
-:meth:`Engine.woke`). The steady lane (:mod:`.lane`) takes the per-read hot path of a live
-stream; every input method applies its counts first (:func:`_input`, checked by a test).
+Liveness is judged on the wire: bytes count as progress the moment they are read, so a caller
+that paused between reads is never mistaken for a dead provider; wire silence is a verdict only
+for a read that waited the whole bound. The steady lane (:mod:`.lane`) takes the per-read hot
+path of a live stream; every input applies its counts first (:func:`~.state.input_method`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
-from enum import StrEnum
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, ParamSpec
 
 from . import errors as E
 from . import report as R
@@ -52,67 +44,24 @@ from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Re
 from .events import AttemptStarted, Hook, RequestStarted, RetryDenied, Verdict
 from .lane import Lane, LaneLike
 from .memory import CadenceMemory, ExhaustedCache
-from .outcome import AttemptOutcome, Completion, StopReason
+from .outcome import AttemptOutcome, StopReason
 from .policy import Policy
 from .providers import profile_for, response_profile, semconv_provider
 from .request import RequestFacts
-from .retry import (
-    Failure,
-    FailureKind,
-    GiveUp,
-    Reject,
-    Retry,
-    RetryState,
-    attempt_outcome,
-    failure_kind,
-    settle,
-    verdict_outcome,
-)
-from .state import INPUTS, TRANSITIONS, BodyMode, State
+from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, attempt_outcome, failure_kind, settle, verdict_outcome
+from .state import TRANSITIONS, IOFailure, State, input_method
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
 
 _IDLE, _SENDING, _HOLDING, _RESPONDED, _SLEEPING, _EXPIRING, _ENDED = State
 
 P = ParamSpec("P")
-T = TypeVar("T")
-
-
-class IOFailure(StrEnum):
-    """An I/O error a driver reports (a timeout is :meth:`Engine.timed_out`)."""
-
-    CONNECT = "connect"  # the server never got the request (connect error or timeout, pool timeout)
-    READ = "read"  # the connection broke after the request was (perhaps partly) sent
-    LOCAL = "local"  # the HTTP library refused to send the request (a header value it rejects, an unknown scheme)
-
-
-def _input(method: Callable[Concatenate[Engine, P], T]) -> Callable[Concatenate[Engine, P], T]:
-    """Mark an input method: it is legal only in the states :data:`~.state.INPUTS` lists for it
-    (else :class:`~.errors.IllegalInput`), applies the steady lane's counts before anything else,
-    so no method can see stale clocks (``tests/test_engine.py`` checks every public method has
-    it), and runs under the engine's lock (a caller may close a sync body from another thread
-    while the reader's thread feeds it: one input at a time, so every ending still happens once)."""
-    name = method.__name__
-    legal = tuple(INPUTS[name])  # a few identity tests: cheaper than hashing, on every input
-
-    @functools.wraps(method)
-    def wrapper(self: Engine, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        with self._lock:
-            if self.state not in legal:
-                raise E.IllegalInput(name, self.state.value)
-            attempt = self.attempt
-            if attempt is not None:
-                attempt.absorb_lane()
-            return method(self, *args, **kwargs)
-
-    wrapper.__liveness_input__ = True  # type: ignore[attr-defined]  # a marker the engine's tests check
-    return wrapper
 
 
 class Engine:
     """One logical request across its attempts (see the module docstring).
 
-    Inputs are the methods marked :func:`_input`; outputs are the commands they return, the
+    Inputs are the methods marked :func:`~.state.input_method`; outputs are the commands they return, the
     hooks they call, and :attr:`published` -- the JSON-serialisable report the caller sees as
     ``response.extensions["liveness"]``, refreshed in place. ``wall_now`` and ``jitter`` are
     the caller's sources of epoch time (for HTTP dates) and backoff jitter in ``[0, 1)``;
@@ -140,20 +89,17 @@ class Engine:
         budgets: RetryBudgets | None = None,
         canary: R.Canary | None = None,
     ) -> None:
-        #: Held by every input method; re-entrant (``timed_out`` answers through ``io_error``). The
-        #: drivers pass a ``threading.RLock``; the default is for single-threaded use.
+        #: Held by every input (re-entrant: ``timed_out`` answers through ``io_error``).
         self._lock: AbstractContextManager[object] = lock if lock is not None else contextlib.nullcontext()
         self.policy = policy
         self.facts = facts
         self.profile = profile_for(provider)
         self.wall_now = wall_now
         self.jitter = jitter
-        #: An SDK retry of a call this transport exhausted gets its error again (never in shadow
-        #: mode, where nothing the transport does may change what the caller receives).
+        #: An SDK retry of a call this transport exhausted gets its error again (never in shadow mode).
         self.exhausted = exhausted if not policy.shadow else None
         self.cadence = cadence
-        #: Asked when a retry is due: ``None`` when the request body can be sent again (bytes, or
-        #: a stream the driver kept whole), else why not (``over_bound``); ``None``: always.
+        #: Asked when a retry is due: ``None`` when the request body can be sent again, else why not.
         self.body_replayable = body_replayable
         #: Each attempt's strategy: enforcing, or shadow mode's (observe, never hold, never end).
         self.attempt_class: type[Attempt] = ShadowAttempt if policy.shadow else Attempt
@@ -173,10 +119,8 @@ class Engine:
         self.retry_state = RetryState()
         self.attempt: Attempt | None = None
         self._first: list[bytes] = []  # released before the response: its first bytes
-        #: :class:`~.clocks.Hints` for reads that wait below the HTTP library (the drivers' waking
-        #: network stream), as three numbers: a read started at ``start`` wakes at
-        #: ``clocks.wake_at(wake_hint, stop_hint, raw_hint, start)`` and ends at
-        #: ``clocks.stop_at(stop_hint, raw_hint, start)``. Refreshed after every input.
+        #: :class:`~.clocks.Hints` for reads that wait below the HTTP library, refreshed after every
+        #: input: a read started at ``start`` wakes at ``clocks.wake_at(*hints, start)``.
         self.wake_hint, self.stop_hint, self.raw_hint = NO_HINTS
 
     # -- facts about this request ---------------------------------------------------------------
@@ -199,9 +143,8 @@ class Engine:
 
     @property
     def lane(self) -> LaneLike:
-        """The current attempt's steady lane: a driver may call ``lane.step(chunk, now)`` on each
-        body read and release the chunk as is when it answers True; otherwise it calls
-        :meth:`received`. The engine re-arms it after every input."""
+        """The current attempt's steady lane: ``lane.step(chunk, now)`` True releases the chunk as
+        is; otherwise the driver calls :meth:`received`. Re-armed after every input."""
         return self._current().lane
 
     def since(self, now: float) -> float:
@@ -216,7 +159,7 @@ class Engine:
 
     # -- inputs ---------------------------------------------------------------------------------
 
-    @_input
+    @input_method
     def start(self, now: float) -> Command:
         """Begin: the first attempt -- or, for an SDK retry of a call this transport already
         exhausted, the same error again at once (no attempt, no telemetry: it was all reported).
@@ -232,7 +175,7 @@ class Engine:
                                   facts.sdk_traced))
         return self._send(now)
 
-    @_input
+    @input_method
     def headers(self, now: float, status: int, headers: Mapping[str, str]) -> Command:
         """The attempt's response headers arrived (``headers`` keys lower-case)."""
         self._to(_HOLDING)
@@ -256,7 +199,7 @@ class Engine:
             return READ  # held: the caller gets the response at the first content
         return self._respond()
 
-    @_input
+    @input_method
     def received(self, now: float, chunk: bytes) -> Command | bytes:
         """A chunk of the body was read. Before the response, answers a command (``READ`` while
         holding, :class:`Respond` at the first content, or the failure's command); after it, the
@@ -289,7 +232,7 @@ class Engine:
         self._arm_lane()
         return release
 
-    @_input
+    @input_method
     def eof(self, now: float) -> Command | bytes:
         """The body ended cleanly (after the request ended: answered as it came, complete)."""
         state = self.state
@@ -298,18 +241,14 @@ class Engine:
         attempt = self._current()
         attempt.capture_item(now, None)
         attempt.observe_gap(now)
-        release = b""
         if attempt.streaming:
-            judged = self._judged(now, attempt, b"", attempt.end_of_body, now, self.profile.eof_is_end)
-            if isinstance(judged, Fail):
-                return judged
-            release = judged
-        if not attempt.streaming:
-            if attempt.mode is BodyMode.PROBING:
-                error_type, release = attempt.probed()
-                if error_type is not None:
-                    return self._failed(now, attempt.probe_error(now, error_type), at_eof=True)
-            attempt.finish(Completion.EOF)
+            release = self._judged(now, attempt, b"", attempt.end_of_body, now, self.profile.eof_is_end)
+            if isinstance(release, Fail):
+                return release
+        else:
+            release, probed = attempt.unframed_end(now)
+            if probed is not None:  # a probed JSON body that is an error object
+                return self._failed(now, probed, at_eof=True)
         if not attempt.done:
             failure = attempt.error if attempt.error is not None else Failure(
                 FailureKind.EOF, attempt.clock.phase, attempt.committed)
@@ -317,7 +256,7 @@ class Engine:
         self._complete(now)
         return self._answer(state, release, COMPLETE)
 
-    @_input
+    @input_method
     def timed_out(self, now: float, exc: BaseException) -> Command:
         """A read (of headers or body) timed out; ``exc`` is what the HTTP library raised."""
         attempt = self._read_failed(now, exc)
@@ -334,7 +273,7 @@ class Engine:
             return self.io_error(now, IOFailure.READ, exc)
         return self._expire(now, expired, exc)
 
-    @_input
+    @input_method
     def io_error(self, now: float, kind: IOFailure, exc: BaseException) -> Command:
         """The connection failed (``CONNECT``: before the server got the request), or the HTTP
         library refused to send it (``LOCAL``: never retried, raised as it came)."""
@@ -354,14 +293,14 @@ class Engine:
             return Reraise(exc)
         return self._failed(now, failure, exc=exc)
 
-    @_input
+    @input_method
     def slept(self, now: float) -> Command:
         """The :class:`Sleep` is over: the next attempt, or the wall budget's end."""
         if self.state is _EXPIRING:
             return self._wall_timeout(now, None)
         return self._send(now)
 
-    @_input
+    @input_method
     def closed(self, now: float) -> None:
         """The caller closed the body before its end. After the reply's stop reason (its finish
         reason was on the wire and released) that is a completed reply, not a cancellation:
@@ -369,14 +308,14 @@ class Engine:
         ``message_delta``, before ``message_stop``, on every call)."""
         self._cancelled(now, "closed", "closed", whole=True)
 
-    @_input
+    @input_method
     def abandoned(self, now: float, exc: BaseException) -> None:
         """An exception that is not the engine's answer escaped the driver (the task was cancelled,
         the host raised): the attempt and request end as cancelled, once -- or as completed when
         the reply's stop reason had already arrived (as :meth:`closed`)."""
         self._cancelled(now, type(exc).__name__, "cancelled", whole=self.state is _RESPONDED)
 
-    @_input
+    @input_method
     def woke(self, now: float, start: float) -> bool:
         """A read that started at ``start`` woke at ``now`` -- at :func:`~.clocks.wake_at` -- with nothing
         read: deliver the notices due, and answer True when a terminal deadline has passed (the
@@ -391,7 +330,7 @@ class Engine:
         self._refresh_hints()
         return False
 
-    @_input
+    @input_method
     def notify(self, now: float) -> None:
         """Deliver the notices due at ``now`` and refresh the hints; never a verdict. For a driver
         that wakes on behalf of a stream it does not read for (an HTTP/2 sibling waiting for the
@@ -552,11 +491,9 @@ class Engine:
             self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
             return self._respond(passthrough=True, replace=(("x-should-retry", "false"),) if mark else ())
         if failure.kind is FailureKind.ERROR_EVENT and not failure.committed and attempt.streaming:
-            # The provider's own error frame in a stream, before content, not (or no longer)
-            # retried: the caller gets the attempt as the provider sent it -- held bytes, the
-            # error, the rest of the body -- so the SDK above raises the status error it raises
-            # without the transport. (A 2xx JSON error object on a streaming request is a gateway's
-            # quirk no SDK types: that one ends as the typed error below.)
+            # The provider's error frame before content, not (or no longer) retried: the caller gets
+            # the attempt as sent (held bytes, the error, the rest), so the SDK raises its own status
+            # error. (A 2xx JSON error object on a streaming request ends as the typed error below.)
             self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
             self._first = [attempt.take_held()]
             return self._respond(then=COMPLETE if at_eof else READ)

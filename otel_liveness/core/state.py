@@ -70,11 +70,19 @@ DONE        the reply is whole and released                    never
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from enum import StrEnum
-from typing import Final
+from typing import Concatenate, Final, ParamSpec, Protocol, TypeVar
 
-__all__ = ["BODY_MODES", "INPUTS", "RELEASES", "TRANSITIONS", "BodyMode", "ReleaseState", "State"]
+from .errors import IllegalInput
+
+__all__ = ["BODY_MODES", "INPUTS", "RELEASES", "TRANSITIONS", "BodyMode", "IOFailure", "ReleaseState", "State",
+           "input_method"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class State(StrEnum):
@@ -116,6 +124,53 @@ TRANSITIONS: Final[Mapping[State, frozenset[State]]] = {
     _X: frozenset({_E}),
     _E: frozenset(),
 }
+
+
+class IOFailure(StrEnum):
+    """An I/O error a driver reports (``io_error``; a timeout is ``timed_out``)."""
+
+    CONNECT = "connect"  # the server never got the request (connect error or timeout, pool timeout)
+    READ = "read"  # the connection broke after the request was (perhaps partly) sent
+    LOCAL = "local"  # the HTTP library refused to send the request (a header value it rejects, an unknown scheme)
+
+
+class _Absorbs(Protocol):
+    def absorb_lane(self) -> None: ...
+
+
+class _Machine(Protocol):
+    _lock: AbstractContextManager[object]
+    state: State
+
+    @property
+    def attempt(self) -> _Absorbs | None: ...
+
+
+M = TypeVar("M", bound=_Machine)
+
+
+def input_method(method: Callable[Concatenate[M, P], T]) -> Callable[Concatenate[M, P], T]:
+    """Mark an engine's input method and guard it with :data:`INPUTS`: legal only in the states
+    listed for it (else :class:`~.errors.IllegalInput`); the steady lane's counts are applied
+    before anything else, so no method sees stale clocks (``tests/test_engine.py`` checks every
+    public method has it); and it runs under the engine's lock (a caller may close a sync body
+    from another thread while the reader's thread feeds it: one input at a time, so every ending
+    still happens once)."""
+    name = method.__name__
+    legal = tuple(INPUTS[name])  # a few identity tests: cheaper than hashing, on every input
+
+    @functools.wraps(method)
+    def wrapper(self: M, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._lock:
+            if self.state not in legal:
+                raise IllegalInput(name, self.state.value)
+            attempt = self.attempt
+            if attempt is not None:
+                attempt.absorb_lane()
+            return method(self, *args, **kwargs)
+
+    wrapper.__liveness_input__ = True  # type: ignore[attr-defined]  # a marker the engine's tests check
+    return wrapper
 
 
 class BodyMode(StrEnum):
