@@ -770,7 +770,10 @@ def test_a_beating_scanner_admits_pings_among_content_and_counts_them() -> None:
         scanner.beating = True
         assert scanner.admit(delta("a") + PING) == 2 and (scanner.beats, scanner.trailing) == (1, 1)
         assert scanner.admit(PING + delta("b") + PING + delta("c")) == 4 and (scanner.beats, scanner.trailing) == (2, 0)
-        assert scanner.admit(PING) == -1 and scanner.admit(PING + PING) == -1  # no content: declined
+        # pings alone: admitted, all of them after the last content (the lane keeps its horizon)
+        assert scanner.admit(PING) == 1 and (scanner.beats, scanner.trailing) == (1, 1)
+        assert scanner.admit(PING + PING) == 2 and (scanner.beats, scanner.trailing) == (2, 2)
+        assert scanner.admit(PING[:10]) == -1  # no frame completed: declined
         assert scanner.admit(delta("d") + MDELTA) == -1  # a fact-bearing frame: the general path's
         assert scanner.admit(delta("e")) == 1 and (scanner.beats, scanner.trailing) == (0, 0)
         assert scanner.admit(delta("f") + b": keep-alive\n\n") == -1  # a comment is not a fast heartbeat

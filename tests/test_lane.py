@@ -126,7 +126,7 @@ def test_step_admits_only_before_the_horizon_and_moves_it() -> None:
         assert lane.step(DELTA, 9.0) and lane.horizon == 12.0  # capped by the wall deadline
         assert not lane.step(DELTA, 12.0)  # due: the general path decides
         assert not lane.step(PING, 1.0)  # heartbeats change the clocks differently
-        assert lane.take() == (3, 3 * len(DELTA), 9.0, 3.5, 1000 - 3 * len(DELTA), 3)
+        assert lane.take() == (3, 3 * len(DELTA), 9.0, 3.5, 1000 - 3 * len(DELTA), 3, 9.0, 3.5)
         assert lane.take()[:2] == (0, 0) and keep == [DELTA] * 3
 
 
@@ -330,7 +330,7 @@ def test_a_read_of_many_content_frames_takes_the_lane() -> None:
         assert lane.step(run + DELTA[:40], 1.0)  # 64 frames, one in progress
         assert lane.step(DELTA[40:] + DELTA, 1.5)  # it ends, another one
         assert not lane.step(DELTA + PING, 2.0)  # a heartbeat: the general path's
-        assert lane.take() == (2, len(run) + len(DELTA) * 2, 1.5, 1.0, (1 << 20) - len(run) - 2 * len(DELTA), 66)
+        assert lane.take() == (2, len(run) + len(DELTA) * 2, 1.5, 1.0, (1 << 20) - len(run) - 2 * len(DELTA), 66, 1.5, 1.0)
         assert keep == [run + DELTA[:40], DELTA[40:] + DELTA] and scanner.idle
 
 
@@ -384,7 +384,7 @@ def test_a_scanner_that_calls_back_into_its_lane_is_refused(cls: Any) -> None:
     lane.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
     assert lane.step(DELTA + DELTA, 1.0)
     assert refused == ["step", "attach", "open", "close", "take"]
-    assert lane.take() == (1, 2 * len(DELTA), 1.0, 1.0, (1 << 20) - 2 * len(DELTA), 2) and keep == [DELTA + DELTA]
+    assert lane.take() == (1, 2 * len(DELTA), 1.0, 1.0, (1 << 20) - 2 * len(DELTA), 2, 1.0, 1.0) and keep == [DELTA + DELTA]
     lane.attach(None)  # after the step: allowed again
     assert lane.step(DELTA, 1.5) and lane.take()[0] == 1
 
@@ -564,8 +564,7 @@ def test_pings_inside_runs_give_the_same_facts_on_the_lane(monkeypatch: pytest.M
                       [(e.attempt, e.count, e.total) for e in beats], kinds)
     assert seen["native"] == seen["python"] == seen["general"] == seen["counting"]
     assert seen["general"][2]["heartbeats"] == 300 // every and seen["general"][1] == "completed"
-    if every > 1:  # pings inside runs of deltas took the lane (a read of pings alone does not)
-        assert BeatsSeen.admitted > 0
+    assert BeatsSeen.admitted > 0  # pings took the lane, inside runs of deltas and in reads of their own
 
 
 def test_a_lane_records_the_heartbeats_of_a_read_inside_a_run() -> None:
@@ -577,14 +576,22 @@ def test_a_lane_records_the_heartbeats_of_a_read_inside_a_run() -> None:
         lane = lane_cls(KEYS, PREFIX, 1 << 20, keep)
         lane.attach(scanner)
         lane.open(10.0, 1.0, 10.0, 0.0, 1 << 20)
-        assert lane.step(DELTA + PING + DELTA, 1.0) and (lane.heartbeats, lane.since) == (1, 0)
-        assert not lane.step(PING, 1.2)  # a heartbeat alone: the semantic clock must not move
-        assert scanner.feed(PING)
-        assert lane.step(DELTA + PING + PING, 1.5) and (lane.heartbeats, lane.since) == (3, 2)
-        assert lane.step(DELTA * 3 + DELTA[:30], 1.7) and (lane.heartbeats, lane.since) == (3, 0)
-        nbytes = 6 * len(DELTA) + 3 * len(PING) + 30
-        assert lane.take() == (3, nbytes, 1.7, 1.0, (1 << 20) - nbytes, 9)
-        assert lane.take_beats() == [(1.0, 1), (1.5, 2)] and lane.heartbeats == 0 and lane.take_beats() == []
+        assert lane.step(DELTA + PING + DELTA, 0.4) and (lane.heartbeats, lane.since) == (1, 0)
+        horizon = lane.horizon
+        # a heartbeat alone: admitted, but only the raw clock moves (the horizon and the time of the
+        # last content stay: no semantic deadline moves on a ping)
+        assert lane.step(PING, 1.2) and (lane.heartbeats, lane.since) == (2, 1)
+        assert lane.horizon == horizon and (lane.last, lane.semantic) == (1.2, 0.4)
+        assert lane.step(DELTA + PING + PING, 1.35) and (lane.heartbeats, lane.since) == (4, 2)
+        assert lane.step(DELTA * 3 + DELTA[:30], 1.7) and (lane.heartbeats, lane.since) == (4, 0)
+        assert not lane.step(PING, lane.horizon)  # due: the general path decides, pings or not
+        nbytes = 6 * len(DELTA) + 4 * len(PING) + 30
+        # the longest wire gap 0.8 (content to the lone ping), the longest content gap 0.95
+        assert lane.take() == (4, nbytes, 1.7, pytest.approx(0.8), (1 << 20) - nbytes, 10, 1.7, pytest.approx(0.95))
+        assert lane.take_beats() == [(0.4, 1), (1.2, 1), (1.35, 2)] and lane.heartbeats == 0 and lane.take_beats() == []
+        scanner.feed(DELTA[30:] + PING * 3)  # the general path reads the rest, then three pings
+        lane.open(10.0, 1.0, 10.0, 2.0, 1 << 20, 3)  # and re-arms the lane: 3 pings since content
+        assert lane.step(PING, 2.5) and lane.since == 4 and lane.take()[6] == 2.0
 
 
 _PINGED_STREAM = b"".join([DELTA] * 3 + [PING] + [DELTA] * 4 + [PING, PING] + [DELTA] * 2 + [PING] * 3 + [DELTA]
@@ -693,7 +700,7 @@ def test_both_lanes_provide_exactly_the_interface(impl: str) -> None:
 
     cls = PyLane if impl == "python" else _c_lane()
     assert _public(cls) == _public(lane_mod.LaneLike)  # nothing more, nothing less
-    assert _OBSERVED == ["frames", "heartbeats", "horizon", "last", "reads", "room", "since"]
+    assert _OBSERVED == ["frames", "heartbeats", "horizon", "last", "reads", "room", "semantic", "since"]
     assert _params(inspect.signature(cls)) == _params(inspect.signature(lane_mod.LaneLike.__init__))
     lane = cls(KEYS, PREFIX, 1 << 20, [])
     for name in sorted(_public(lane_mod.LaneLike)):
@@ -862,3 +869,49 @@ def test_after_each_hand_over_the_books_equal_the_general_paths(monkeypatch: pyt
     assert seen["general"][0] == seen[impl][0] == b"".join(chunks)
     for i, (general, lane) in enumerate(zip(seen["general"][1], seen[impl][1], strict=True)):
         assert general == lane, i
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+@pytest.mark.parametrize("semantic_timeout", [None, 200.0])
+def test_a_silence_of_pings_after_content_takes_the_lane_and_keeps_every_semantic_deadline(
+        monkeypatch: pytest.MonkeyPatch, impl: str, semantic_timeout: float | None) -> None:
+    # Content, then a model thinking between blocks: a ping every 27 s for five minutes (Anthropic's
+    # cadence), each read of its own, then content again. On a fake clock, through a lane that takes
+    # what it can and through one that takes nothing: the pings before each semantic deadline take
+    # the lane, and the notices (every 30 s without content), the timeout's verdict and every field
+    # of the books are the same as the general path's, read by read.
+    from otel_liveness.core.request import RequestFacts
+
+    script: list[tuple[float, bytes]] = [(0.02 + 0.01 * i, DELTA) for i in range(5)]
+    script += [(0.06 + 27.0 * k, PING) for k in range(1, 12)]
+    script += [(300.0, DELTA), (300.01, DELTA)]
+    seen: dict[str, Any] = {}
+    for name in ("general", impl):
+        events: list[Any] = []
+        monkeypatch.setattr(engine, "Lane", IMPLS[name])
+        e = engine.Engine(Policy(semantic_timeout=semantic_timeout), RequestFacts(streaming=True, body_size=100), 0.0,
+                          provider="anthropic", hooks=[events.append], wall_now=lambda: 1e9)
+        e.start(0.0)
+        e.headers(0.01, 200, {"content-type": "text/event-stream"})
+        admitted, books, answers = [], [], []
+        for now, chunk in script:
+            if e.ended:
+                break
+            if e.lane.step(chunk, now):
+                admitted.append(chunk is PING)
+                answers.append(chunk)
+            else:
+                answer = e.received(now, chunk)
+                answers.append(answer if type(answer) is bytes else type(answer).__name__)
+            e.attempt.absorb_lane()
+            books.append(_books(e, events))
+        seen[name] = (answers, books, [type(ev).__name__ for ev in events])
+        if name != "general":
+            assert any(admitted), "no ping took the lane"
+    assert seen["general"] == seen[impl]
+    notices = seen["general"][2].count("SemanticNotice")
+    if semantic_timeout is None:
+        assert notices >= 9 and seen["general"][0][-1] == DELTA  # one per 30 s of the 300 s; the reply goes on
+    else:
+        # the timeout's verdict, on the first read past it (the ping at 216 s: released, then the failure)
+        assert seen["general"][0][-1] == "Release" and len(seen["general"][0]) == 5 + 8 and notices >= 6

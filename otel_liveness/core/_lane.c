@@ -26,7 +26,9 @@ typedef struct {
     double step;
     double wall;
     double last;
+    double semantic;       /* the time of the last read that held a semantic frame */
     double max_gap;
+    double max_semantic_gap;
     Py_ssize_t room;
     Py_ssize_t max_frame;
     Py_ssize_t prefix;
@@ -34,7 +36,7 @@ typedef struct {
     Py_ssize_t frames;
     Py_ssize_t nbytes;
     Py_ssize_t heartbeats; /* heartbeat frames of the reads recorded in beats */
-    Py_ssize_t since;      /* heartbeat frames after the last semantic frame of the last read */
+    Py_ssize_t since;      /* heartbeat frames after the last semantic frame read */
     PyObject *beats; /* list of (time, count): the admitted reads that held heartbeats */
     PyObject *keys; /* tuple of bytes */
     PyObject *keep; /* list */
@@ -138,7 +140,9 @@ Lane_init(Lane *self, PyObject *args, PyObject *kwds)
     self->step = 0.0;
     self->wall = INFINITY;
     self->last = 0.0;
+    self->semantic = 0.0;
     self->max_gap = 0.0;
+    self->max_semantic_gap = 0.0;
     self->room = 0;
     self->reads = 0;
     self->frames = 0;
@@ -188,8 +192,9 @@ read_count(PyObject *scanner, const char *name, Py_ssize_t *out)
 }
 
 /* One read: 1 admitted (counted, kept), 0 not (nothing changed), -1 error. The lane is checked.
- * A read the scanner admits may hold heartbeats (pings inside a run of deltas, never alone):
- * (now, count) goes into beats, for the attempt to count and announce (take_beats()). */
+ * A read the scanner admits may hold heartbeats (pings inside a run of deltas, or pings alone):
+ * (now, count) goes into beats, for the attempt to count and announce (take_beats()). A read of
+ * heartbeats alone (beats == frames) moves the raw clock only: the horizon stays. */
 static int
 lane_step(Lane *self, PyObject *chunk, double now)
 {
@@ -209,7 +214,7 @@ lane_step(Lane *self, PyObject *chunk, double now)
             self->busy = 1;
             frames = self->admit_c(scanner, chunk);
             self->busy = 0;
-            if (frames > 1)
+            if (frames > 0)
                 bulk_api->beats(scanner, &beats, &trailing);
             Py_DECREF(scanner);
             if (frames == -2)
@@ -228,7 +233,7 @@ lane_step(Lane *self, PyObject *chunk, double now)
             Py_DECREF(res);
             if (frames == -1 && PyErr_Occurred())
                 return -1;
-            if (frames > 1 && (read_count(self->scanner, "beats", &beats) < 0
+            if (frames > 0 && (read_count(self->scanner, "beats", &beats) < 0
                                || read_count(self->scanner, "trailing", &trailing) < 0))
                 return -1;
         }
@@ -277,7 +282,6 @@ lane_step(Lane *self, PyObject *chunk, double now)
         self->room = 0;
     }
     self->heartbeats += beats;
-    self->since = trailing;
     self->reads += 1;
     self->frames += frames;
     self->nbytes += n;
@@ -285,8 +289,18 @@ lane_step(Lane *self, PyObject *chunk, double now)
     if (gap > self->max_gap)
         self->max_gap = gap;
     self->last = now;
-    double horizon = now + self->step;
-    self->horizon = horizon < self->wall ? horizon : self->wall;
+    if (beats < frames) { /* content: the semantic clock moves, and the horizon with it */
+        self->since = trailing;
+        gap = now - self->semantic;
+        if (gap > self->max_semantic_gap)
+            self->max_semantic_gap = gap;
+        self->semantic = now;
+        double horizon = now + self->step;
+        self->horizon = horizon < self->wall ? horizon : self->wall;
+    }
+    else { /* heartbeats alone */
+        self->since += beats;
+    }
     return 1;
 unbeat:
     if (beats > 0)
@@ -316,16 +330,17 @@ static PyObject *
 Lane_open(Lane *self, PyObject *args)
 {
     double horizon, step, wall, last;
-    Py_ssize_t room;
+    Py_ssize_t room, since = 0;
     if (check_lane(self) < 0)
         return NULL;
-    if (!PyArg_ParseTuple(args, "ddddn:open", &horizon, &step, &wall, &last, &room))
+    if (!PyArg_ParseTuple(args, "ddddn|n:open", &horizon, &step, &wall, &last, &room, &since))
         return NULL;
     self->horizon = horizon;
     self->step = step;
     self->wall = wall;
-    self->last = last;
+    self->last = self->semantic = last;
     self->room = room;
+    self->since = since;
     Py_RETURN_NONE;
 }
 
@@ -371,14 +386,15 @@ Lane_take(Lane *self, PyObject *Py_UNUSED(ignored))
 {
     if (check_lane(self) < 0)
         return NULL;
-    PyObject *out = Py_BuildValue("(nnddnn)", self->reads, self->nbytes, self->last, self->max_gap, self->room,
-                                  self->frames);
+    PyObject *out = Py_BuildValue("(nnddnndd)", self->reads, self->nbytes, self->last, self->max_gap, self->room,
+                                  self->frames, self->semantic, self->max_semantic_gap);
     if (out == NULL)
         return NULL;
     self->reads = 0;
     self->frames = 0;
     self->nbytes = 0;
     self->max_gap = 0.0;
+    self->max_semantic_gap = 0.0;
     return out;
 }
 
@@ -399,12 +415,13 @@ Lane_take_beats(Lane *self, PyObject *Py_UNUSED(ignored))
 static PyMemberDef Lane_members[] = {
     {"heartbeats", T_PYSSIZET, offsetof(Lane, heartbeats), READONLY, "heartbeat frames of the reads in take_beats()"},
     {"since", T_PYSSIZET, offsetof(Lane, since), READONLY,
-     "heartbeat frames after the last semantic frame of the last read"},
+     "heartbeat frames after the last semantic frame read"},
     {"reads", T_PYSSIZET, offsetof(Lane, reads), READONLY, "steady reads since the last take()"},
     {"frames", T_PYSSIZET, offsetof(Lane, frames), READONLY, "frames of those reads"},
     {"horizon", T_DOUBLE, offsetof(Lane, horizon), READONLY, "reads before this time need no decision"},
     {"room", T_PYSSIZET, offsetof(Lane, room), READONLY, "prefix bytes that may still be kept"},
     {"last", T_DOUBLE, offsetof(Lane, last), READONLY, "time of the last read"},
+    {"semantic", T_DOUBLE, offsetof(Lane, semantic), READONLY, "time of the last read that held a semantic frame"},
     {NULL},
 };
 
@@ -414,12 +431,12 @@ static PyMethodDef Lane_methods[] = {
     {"take_beats", (PyCFunction)Lane_take_beats, METH_NOARGS,
      "take_beats($self, /)\n--\n\nthe (time, count) of each admitted read that held heartbeats, since the last call"},
     {"open", (PyCFunction)Lane_open, METH_VARARGS,
-     "open($self, horizon, step, wall, last, room, /)\n--\n\nre-arm the lane (horizon=-inf closes it)"},
+     "open($self, horizon, step, wall, last, room, since=0, /)\n--\n\nre-arm the lane (horizon=-inf closes it)"},
     {"attach", (PyCFunction)Lane_attach, METH_O,
      "attach($self, scanner, /)\n--\n\nadmit reads through a bulk scanner (None: detach)"},
     {"close", (PyCFunction)Lane_close, METH_NOARGS, "close($self, /)\n--\n\nclose the lane"},
     {"take", (PyCFunction)Lane_take, METH_NOARGS,
-     "take($self, /)\n--\n\n(reads, nbytes, last, max_gap, room, frames); resets the counts"},
+     "take($self, /)\n--\n\n(reads, nbytes, last, max_gap, room, frames, semantic, max_semantic_gap); resets the counts"},
     {NULL},
 };
 

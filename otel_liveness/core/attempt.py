@@ -239,11 +239,11 @@ class Attempt:
         input (``state.input_method``)."""
         lane = self.lane
         if lane.reads:
-            _, nbytes, last, max_gap, room, frames = lane.take()
+            _, nbytes, last, max_gap, room, frames, semantic, max_semantic_gap = lane.take()
             beats = lane.take_beats() if lane.heartbeats else ()
             clock = self.clock
             total = clock.heartbeats
-            clock.steady_reads(nbytes, last, max_gap, frames, beats, lane.since)
+            clock.steady_reads(nbytes, last, max_gap, frames, beats, lane.since, semantic, max_semantic_gap)
             self.released += nbytes
             self.prefix_room = room
             for now, count in beats:
@@ -272,7 +272,7 @@ class Attempt:
         ):
             clock = self.clock
             horizon, step, wall = clock.steady()
-            self.lane.open(horizon, step, wall, clock.last_raw, self.prefix_room)
+            self.lane.open(horizon, step, wall, clock.last_raw, self.prefix_room, clock.heartbeats_since_semantic)
         else:
             self.lane.close()
 

@@ -41,10 +41,12 @@ Two records ride along, so that a stream keeps what a truncation needs rather th
 
 :meth:`admit` is the steady lane's entry: it consumes a read only if every frame the read
 completes has a semantic fast prefix -- or, with :attr:`~PyScanner.beating` set (by an attempt,
-which counts what it admits), a semantic or a heartbeat one (a ping inside a run of deltas), at
-least one semantic -- and otherwise changes nothing; :attr:`~PyScanner.beats` and
-:attr:`~PyScanner.trailing` say how many heartbeats the read held (the lane records them for the
-attempt, which counts and announces them as the general path would).
+which counts what it admits), a semantic or a heartbeat one (a ping inside a run of deltas, or a
+read of pings alone) -- and it completes at least one; otherwise it changes nothing.
+:attr:`~PyScanner.beats` and :attr:`~PyScanner.trailing` say how many heartbeats the read held, and
+how many after its last semantic frame (all of them in a read of heartbeats alone: the lane tells
+such a read by ``beats == frames``, and its semantic clock does not move on it); the lane records
+them for the attempt, which counts and announces them as the general path would.
 """
 
 from __future__ import annotations
@@ -161,9 +163,10 @@ class PyScanner:
 
     def admit(self, chunk: Any) -> int:
         """The steady lane's read: consumed (the number of frames) only if every frame it completes
-        has a semantic fast prefix -- or, when :attr:`beating`, a semantic or a heartbeat one, at
-        least one semantic; otherwise ``-1``, nothing changed. :attr:`beats` is then the
-        heartbeat frames of the read, and :attr:`trailing` those after its last semantic frame."""
+        has a semantic fast prefix -- or, when :attr:`beating`, a semantic or a heartbeat one --
+        and it completes at least one; otherwise ``-1``, nothing changed. :attr:`beats` is then the
+        heartbeat frames of the read, and :attr:`trailing` those after its last semantic frame
+        (all of them when it has none)."""
         if self._busy:
             _refuse()
         scanner = self._scanner
@@ -198,7 +201,7 @@ class PyScanner:
                 blocks = []
             heartbeat = self._roles[0] if self.beating else semantic
             kinds = [fast.get(block[:prefix]) for block in blocks]
-            if semantic not in kinds or any(kind is not semantic and kind is not heartbeat for kind in kinds):
+            if not kinds or any(kind is not semantic and kind is not heartbeat for kind in kinds):
                 scanner.restore(saved)
                 return -1
             journal.mark()
@@ -206,7 +209,7 @@ class PyScanner:
             self.beats = beats = kinds.count(heartbeat) if heartbeat is not semantic else 0
             if beats:
                 last = len(kinds) - 1
-                while kinds[last] is not semantic:
+                while last >= 0 and kinds[last] is not semantic:
                     last -= 1
                 self.trailing = len(kinds) - 1 - last
             else:

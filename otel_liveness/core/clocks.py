@@ -336,26 +336,29 @@ class AttemptClock:
         self.last_heartbeat = now
 
     def steady_reads(self, nbytes: int, last: float, max_gap: float, frames: int,
-                     beats: Sequence[tuple[float, int]], since: int) -> None:
+                     beats: Sequence[tuple[float, int]], since: int, semantic: float, max_semantic_gap: float) -> None:
         """The steady lane's reads since its last take (:meth:`.attempt.Attempt.absorb_lane`, their
         one hand-over): ``frames`` frames in all, ``nbytes`` bytes, the last read at ``last``, the
-        longest gap between consecutive reads ``max_gap``; ``beats`` the ``(time, count)`` of each
-        read that held heartbeats, ``since`` the heartbeats after the last semantic frame of the
-        last read. The same effect as :meth:`received` + :meth:`frames_at` for each read, applied
-        at once (the lane admits only reads of a live stream after content: no first byte, first
-        content or end frame among them)."""
+        longest gap between consecutive reads ``max_gap``; the last read that held content at
+        ``semantic``, the longest gap between such reads ``max_semantic_gap``; ``beats`` the
+        ``(time, count)`` of each read that held heartbeats, ``since`` the heartbeats after the last
+        semantic frame. The same effect as :meth:`received` + :meth:`frames_at` for each read,
+        applied at once (the lane admits only reads of a live stream after content: no first byte,
+        first content or end frame among them)."""
         self.frames += frames
         self.bytes += nbytes
         if max_gap > self.max_raw_gap:
             self.max_raw_gap = max_gap
-        if max_gap > self.max_semantic_gap:
-            self.max_semantic_gap = max_gap
-        self.last_raw = self.last_semantic = last
+        if max_semantic_gap > self.max_semantic_gap:
+            self.max_semantic_gap = max_semantic_gap
+        self.last_raw = last
         for at, count in beats:
             self._heartbeat(at, count)
         self.heartbeats_since_semantic = since
-        if self.notice_every is not None:
-            self.next_notice = last + self.notice_every
+        if semantic != self.last_semantic:
+            self.last_semantic = semantic
+            if self.notice_every is not None:
+                self.next_notice = semantic + self.notice_every
 
     def _semantic(self, now: float, end: bool) -> None:
         """Content (or the end) arrived at ``now``: reset the semantic clock and re-arm notices."""
@@ -487,9 +490,9 @@ class AttemptClock:
         return self._wake_stop()[0]
 
     def steady(self) -> tuple[float, float, float]:
-        """For the steady lane: ``(horizon, step, wall)``. A read that holds exactly one semantic
-        frame, arriving before ``horizon`` while the previous read was semantic too, makes nothing
-        due; it moves the horizon to ``min(read time + step, wall)``. The horizon is ``-inf``
+        """For the steady lane: ``(horizon, step, wall)``. A read of content (and heartbeats)
+        frames arriving before ``horizon`` makes nothing due; one that holds content moves the
+        horizon to ``min(read time + step, wall)``, one of heartbeats alone leaves it. The horizon is ``-inf``
         (lane closed) unless the last read was semantic and the stream is live. Wire silence is
         judged per read (:meth:`expired`), so it takes no part here."""
         if self.terminal is not None or self.phase is not Phase.STREAMING or self.last_raw != self.last_semantic:

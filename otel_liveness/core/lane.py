@@ -11,11 +11,13 @@ it. Every other read takes the general path
 
 With a bulk scanner attached (:meth:`PyLane.attach`, :mod:`.bulk`), a read is admitted when the
 scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes is a semantic or a
-heartbeat frame by its head, at least one semantic; a frame in progress may stay pending);
+heartbeat frame by its head, at least one frame; a frame in progress may stay pending);
 without one, only a read that is exactly one whole semantic frame is. The heartbeats of an
-admitted read (a ping inside a run of deltas) are recorded as ``(time, count)``
-(:meth:`PyLane.take_beats`): the attempt counts and announces them as the general path would. A
-read of heartbeats alone is never admitted: the semantic clock does not move on it.
+admitted read (a ping inside a run of deltas, or a read of pings alone) are recorded as ``(time,
+count)`` (:meth:`PyLane.take_beats`): the attempt counts and announces them as the general path
+would. A read of heartbeats alone moves the raw clock only: the semantic one -- the time of the
+last content, and with it the horizon, since every deadline the horizon stands for is semantic
+(wire silence is judged per read) -- stays where the last content left it.
 
 The interface is one declared thing, :class:`LaneLike`; two classes provide exactly it:
 :class:`PyLane` here, the reference implementation, and ``_lane.c``'s ``Lane``, the same class in C
@@ -78,11 +80,16 @@ class LaneLike(Protocol):
     def last(self) -> float:
         """The time of the last read."""
 
+    @property
+    def semantic(self) -> float:
+        """The time of the last read that held a semantic frame."""
+
     def attach(self, scanner: Any, /) -> None:
         """Admit reads through ``scanner`` (a :mod:`.bulk` scanner; ``None`` detaches)."""
 
-    def open(self, horizon: float, step: float, wall: float, last: float, room: int, /) -> None:
-        """Re-arm after the general path (``horizon=-inf`` closes the lane)."""
+    def open(self, horizon: float, step: float, wall: float, last: float, room: int, since: int = 0, /) -> None:
+        """Re-arm after the general path (``horizon=-inf`` closes the lane); the last read, at
+        ``last``, held content, and ``since`` heartbeats after it."""
 
     def close(self) -> None:
         """Close the lane: it admits nothing until opened again."""
@@ -90,8 +97,10 @@ class LaneLike(Protocol):
     def step(self, chunk: bytes, now: float, /) -> bool:
         """Admit ``chunk`` read at ``now`` (counted, kept) or not (nothing changed)."""
 
-    def take(self) -> tuple[int, int, float, float, int, int]:
-        """``(reads, nbytes, last, max_gap, room, frames)`` since the last take; resets the counts."""
+    def take(self) -> tuple[int, int, float, float, int, int, float, float]:
+        """``(reads, nbytes, last, max_gap, room, frames, semantic, max_semantic_gap)`` since the
+        last take (``max_gap`` between reads, ``max_semantic_gap`` between reads that held
+        content); resets the counts."""
 
     def take_beats(self) -> list[tuple[float, int]]:
         """``(time, count)`` of each admitted read that held heartbeats since the last call;
@@ -104,8 +113,9 @@ class PyLane:
     ``room`` lasts) when ``now < horizon``, ``chunk`` is exactly one LF-framed block within
     ``max_frame`` bytes (:func:`~otel_liveness.core.sse.whole_frame`) and its first ``prefix``
     bytes are one of ``keys`` (the profile's semantic prefixes) -- or, with a scanner attached,
-    when the scanner admits it; it then moves the horizon to ``min(now + step, wall)``. Otherwise
-    it returns False and changes nothing. A call made while ``step`` is in the scanner's
+    when the scanner admits it; a read that held a semantic frame then moves the horizon to
+    ``min(now + step, wall)`` (a read of heartbeats alone leaves it). Otherwise it returns False
+    and changes nothing. A call made while ``step`` is in the scanner's
     ``admit`` (a call back into the lane, or another thread) raises ``RuntimeError``."""
 
     __slots__ = (
@@ -115,6 +125,7 @@ class PyLane:
         "_keys",
         "_max_frame",
         "_max_gap",
+        "_max_semantic_gap",
         "_nbytes",
         "_prefix",
         "_scanner",
@@ -126,6 +137,7 @@ class PyLane:
         "last",
         "reads",
         "room",
+        "semantic",
         "since",
     )
 
@@ -140,10 +152,12 @@ class PyLane:
         self._step = 0.0
         self._wall = _INF
         self.last = 0.0
+        self.semantic = 0.0
         self.room = 0
         self.reads = 0
         self._nbytes = 0
         self._max_gap = 0.0
+        self._max_semantic_gap = 0.0
         self.frames = 0
         self.heartbeats = 0
         self.since = 0
@@ -157,16 +171,18 @@ class PyLane:
             _refuse()
         self._scanner = scanner
 
-    def open(self, horizon: float, step: float, wall: float, last: float, room: int, /) -> None:
+    def open(self, horizon: float, step: float, wall: float, last: float, room: int, since: int = 0, /) -> None:
         """Re-arm after the general path: nothing is due before ``horizon``; the last read was
-        at ``last``; ``room`` prefix bytes may still be kept. ``horizon=-inf`` closes the lane."""
+        at ``last`` and held content, ``since`` heartbeats after it; ``room`` prefix bytes may
+        still be kept. ``horizon=-inf`` closes the lane."""
         if self._busy:
             _refuse()
         self.horizon = horizon
         self._step = step
         self._wall = wall
-        self.last = last
+        self.last = self.semantic = last
         self.room = room
+        self.since = since
 
     def close(self) -> None:
         if self._busy:
@@ -187,7 +203,7 @@ class PyLane:
                 self._busy = False
             if frames < 0:
                 return False
-            beats, trailing = (getattr(scanner, "beats", 0), getattr(scanner, "trailing", 0)) if frames > 1 else (0, 0)
+            beats, trailing = (getattr(scanner, "beats", 0), getattr(scanner, "trailing", 0)) if frames > 0 else (0, 0)
         elif not whole_frame(chunk, self._max_frame) or chunk[: self._prefix] not in self._keys:
             return False
         else:
@@ -196,7 +212,6 @@ class PyLane:
         if beats > 0:
             self._beats.append((now, beats))
         self.heartbeats += beats
-        self.since = trailing
         n = len(chunk)
         self.frames += frames
         self.reads += 1
@@ -205,8 +220,16 @@ class PyLane:
         if gap > self._max_gap:
             self._max_gap = gap
         self.last = now
-        horizon = now + self._step
-        self.horizon = horizon if horizon < self._wall else self._wall
+        if beats < frames:  # content: the semantic clock moves, and the horizon with it
+            self.since = trailing
+            gap = now - self.semantic
+            if gap > self._max_semantic_gap:
+                self._max_semantic_gap = gap
+            self.semantic = now
+            horizon = now + self._step
+            self.horizon = horizon if horizon < self._wall else self._wall
+        else:  # heartbeats alone
+            self.since += beats
         room = self.room
         if room >= n:
             self._keep.append(chunk)
@@ -216,15 +239,18 @@ class PyLane:
             self.room = 0
         return True
 
-    def take(self) -> tuple[int, int, float, float, int, int]:
-        """``(reads, nbytes, last, max_gap, room, frames)`` since the last take; resets the counts."""
+    def take(self) -> tuple[int, int, float, float, int, int, float, float]:
+        """``(reads, nbytes, last, max_gap, room, frames, semantic, max_semantic_gap)`` since the
+        last take; resets the counts."""
         if self._busy:
             _refuse()
-        out = (self.reads, self._nbytes, self.last, self._max_gap, self.room, self.frames)
+        out = (self.reads, self._nbytes, self.last, self._max_gap, self.room, self.frames, self.semantic,
+               self._max_semantic_gap)
         self.reads = 0
         self.frames = 0
         self._nbytes = 0
         self._max_gap = 0.0
+        self._max_semantic_gap = 0.0
         return out
 
     def take_beats(self) -> list[tuple[float, int]]:
