@@ -29,6 +29,7 @@ SUBS = [
     (r"\bAsyncPassThrough\b", "SyncPassThrough"),
     (r"\bAsyncWakingBackend\b", "SyncWakingBackend"),
     (r"\bAsyncWakingStream\b", "SyncWakingStream"),
+    (r"\bAsyncWatchedConnection\b", "SyncWatchedConnection"),
     (r"\bAsyncH2Pool\b", "SyncH2Pool"),
     (r"\bAsyncH2Stream\b", "SyncH2Stream"),
     (r"\bAsyncH2Wait\b", "SyncH2Wait"),

@@ -40,16 +40,19 @@ class PlainClient:
 
     async def post(self, url: str, body: dict[str, Any] | None = None, *, read_limit: int | None = None,
                    headers: dict[str, str] | None = None, pause: float = 0.0, decoded: bool = False,
-                   follow_redirects: bool = False) -> Result:
+                   follow_redirects: bool = False, first: str | None = None) -> Result:
         """POST and read the body (at most ``read_limit`` bytes, then close early). ``pause``: the
         caller stops reading that long after each chunk (async: blocking its event loop);
-        ``decoded``: read content-decoded bytes rather than raw ones."""
+        ``decoded``: read content-decoded bytes rather than raw ones; ``first``: a URL the same
+        client POSTs to (and reads whole) before, so the request goes out on a reused connection."""
         payload = json.dumps(body if body is not None else BODY).encode()
         hdrs = {"content-type": "application/json", "x-api-key": "sk-ant-SECRET-KEY", **(headers or {})}
         result = Result(events=self.events)
         if self.is_async:
             async with self.x.AsyncClient(transport=self._transport(), timeout=30,
                                           follow_redirects=follow_redirects) as client:
+                if first is not None:
+                    (await client.post(first, content=payload, headers=hdrs)).raise_for_status()
                 try:
                     async with client.stream("POST", url, content=payload, headers=hdrs) as response:
                         self._head(result, response)
@@ -63,6 +66,8 @@ class PlainClient:
                     result.error = exc
         else:
             with self.x.Client(transport=self._transport(), timeout=30, follow_redirects=follow_redirects) as client:
+                if first is not None:
+                    client.post(first, content=payload, headers=hdrs).raise_for_status()
                 try:
                     with client.stream("POST", url, content=payload, headers=hdrs) as response:
                         self._head(result, response)

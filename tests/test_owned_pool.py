@@ -267,3 +267,79 @@ def test_what_instruments_the_familys_transport_still_sees_the_owned_one(is_asyn
         instrumentor.uninstrument()
     scopes = [span.instrumentation_scope.name for span in exporter.get_finished_spans()]
     assert scopes == ["opentelemetry.instrumentation.httpx"], scopes
+
+
+# -- the engine reaches the network stream through the request, not through the context ------------
+
+
+def test_the_reads_find_their_engine_through_one_context_variable_and_it_is_http2s() -> None:
+    # The engine goes down in the request's extensions; the pool's connections put it in their
+    # network stream's slot. The one ambient value left says which HTTP/2 stream a shared
+    # connection's read is made for (docs/http2.md): a property of the reading task or thread.
+    import ast
+    import pathlib
+
+    root = pathlib.Path(otel_liveness.__file__).parent / "transport"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "ContextVar":
+                found.append((path.relative_to(root).as_posix(), node.args[0].value))  # type: ignore[attr-defined]
+    assert found == [("_async/http2.py", "otel_liveness_h2_read"),
+                     ("_overrides.py", "otel_liveness_policy"),  # the caller's `with policy(...)`: public API
+                     ("_sync/http2.py", "otel_liveness_h2_read")]
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("is_async", KINDS, ids=KIND_IDS)
+def test_each_connection_fills_its_streams_slot_from_the_request_and_empties_it(name, is_async, provider) -> None:  # type: ignore[no-untyped-def]
+    # Two requests on one connection: while each is read, the network stream's slot holds its
+    # engine (filled on the first by the trace of the connect, on the second by the connection);
+    # once each body is closed the slot is empty (a pooled connection keeps no engine). A request
+    # the transport passes through (not a generation) leaves the slot empty.
+    url = provider.add("two", [[s.Headers(), *anthropic_reply("ab", deltas=2)]] * 3)
+    body = {"model": "claude-sim-1", "max_tokens": 8, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    seen: list[tuple[Any, Any]] = []
+
+    def slots(transport: Any) -> list[Any]:
+        pool = transport.inner._pool
+        return [(type(c).__name__, getattr(getattr(c, "network", None), "watch", "no network")) for c in pool.connections]
+
+    x = importlib.import_module(name)
+
+    async def go() -> None:
+        transport = _public(name, is_async)()
+        client_cls = x.AsyncClient if is_async else x.Client
+        client = client_cls(transport=transport, timeout=10)
+        try:
+            for path in ("/v1/messages", "/v1/messages", "/v1/models"):
+                if is_async:
+                    async with client.stream("POST", url + path, json=body if path == "/v1/messages" else {}) as response:
+                        seen.append((response.extensions.get("liveness"), slots(transport)))
+                        await response.aread()
+                else:
+                    with client.stream("POST", url + path, json=body if path == "/v1/messages" else {}) as response:
+                        seen.append((response.extensions.get("liveness"), slots(transport)))
+                        response.read()
+                seen.append(("closed", slots(transport)))
+        finally:
+            await client.aclose() if is_async else client.close()
+
+    anyio.run(go) if is_async else _run_sync(go)
+    watched = "AsyncWatchedConnection" if is_async else "SyncWatchedConnection"
+    (r1, open1), (_, closed1), (r2, open2), (_, closed2), (r3, open3), (_, closed3) = seen
+    assert r1 is not None and r2 is not None and r3 is None  # /v1/models: passed through
+    for during in (open1, open2):
+        ((kind, engine),) = during  # one connection throughout
+        assert kind == watched and type(engine).__name__ == "Engine"
+    assert open1[0][1] is not open2[0][1]  # each request's own engine
+    assert closed1 == closed2 == open3 == closed3 == [(watched, None)]
+
+
+def _run_sync(go: Any) -> None:
+    coro = go()
+    try:
+        coro.send(None)
+    except StopIteration:
+        return
+    raise AssertionError("the sync path awaited something")

@@ -339,7 +339,7 @@ def test_silence_or_reset_after_the_end_frame_completes(variant, provider, after
 
 
 @pytest.mark.serial  # notices within 0.1 s of due: a first notice was 0.16 s late once, with sibling workers on a slowed host
-@pytest.mark.parametrize("where", ["before-headers", "preamble", "after-content"])
+@pytest.mark.parametrize("where", ["before-headers", "before-headers-reused", "preamble", "after-content"])
 def test_notices_arrive_on_time_during_total_silence(variant, provider, where) -> None:  # type: ignore[no-untyped-def]
     # 40 provider-seconds (0.4 s) without a byte -- no pings: a wire-silent provider thinking. The
     # reader is blocked in a socket read all that time; the notices must still come when they fall
@@ -350,15 +350,22 @@ def test_notices_arrive_on_time_during_total_silence(variant, provider, where) -
     silence = s.Sleep(40.0)
     steps = {
         "before-headers": [silence, s.Headers(), *reply],
+        # the same wait on a connection an earlier request opened: the engine reaches the network
+        # stream through the connection, not through the trace of a new connection's connect
+        "before-headers-reused": [silence, s.Headers(), *reply],
         "preamble": [s.Headers(), reply[0], silence, *reply[1:]],
         "after-content": [s.Headers(), *reply[:4], silence, *reply[4:]],
     }[where]
     url = provider.add("silent", [steps])
+    first = provider.add("quick", [[s.Headers(), *anthropic_reply("a", deltas=1)]]) if where.endswith("reused") else None
     seen: list[tuple[float, object]] = []
+    accepted = provider.connections_accepted
     result = run(variant, FAST.replace(raw_idle_timeout=2.0), url + URL,
-                 hooks=[lambda e: seen.append((time.monotonic(), e))])
+                 hooks=[lambda e: seen.append((time.monotonic(), e))], first=None if first is None else first + URL)
     assert result.error is None and outcomes(result) == ["completed"]
-    start = next(t for t, e in seen if isinstance(e, RequestStarted))
+    if first is not None:  # one connection: the silent request reused the first one's
+        assert provider.connections_accepted - accepted == 1 and provider.attempts("quick") == 1
+    start = [t for t, e in seen if isinstance(e, RequestStarted)][-1]
     notices = [(t - start, e) for t, e in seen if isinstance(e, SemanticNotice)]
     assert len(notices) >= 3, notices
     late = [round(t - e.at, 3) for t, e in notices]

@@ -8,7 +8,11 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["AsyncBackend", "SyncBackend"]
+__all__ = ["ENGINE_EXTENSION", "AsyncBackend", "SyncBackend"]
+
+#: The request extension that hands a request's engine down to the pool's connections, which put
+#: it in the slot of their network stream (``network.py``, ``AsyncWatchedConnection``).
+ENGINE_EXTENSION = "otel_liveness.engine"
 
 
 def _native_reader() -> tuple[Any, Any]:

@@ -25,6 +25,7 @@ from ..core.memory import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
 from ..core.providers import PROFILES, generation_path, select_provider, streams_by_url
 from ..core.request import RequestFacts
+from ._backends import ENGINE_EXTENSION
 from ._body import replay_body
 from ._family import Family
 from ._overrides import current_policy
@@ -78,9 +79,11 @@ class TransportBase:
         self._exhausted: ExhaustedCache[Fail] = ExhaustedCache(lock=threading.Lock())
         self._cadence = CadenceMemory(lock=threading.Lock())
         self._warned_bounds: set[str] = set()  # wires whose raw bound the policy's raw_idle_timeout misses (warned)
-        self._install_wakeups(inner)
+        #: Whether the inner transport's pool wakes (its connections read the engine from the
+        #: request's extensions, ``ENGINE_EXTENSION``): a pool built here, or one adopted.
+        self._wakes = self._install_wakeups(inner)
 
-    def _install_wakeups(self, inner: Any) -> None:  # pragma: no cover - defined by the drivers
+    def _install_wakeups(self, inner: Any) -> bool:  # pragma: no cover - defined by the drivers
         raise NotImplementedError
 
     @property
@@ -159,14 +162,19 @@ class TransportBase:
                     if policy.candidates else None),
         )
 
-    def _attempt_request(self, request: Any, send: Send) -> Any:
+    def _attempt_request(self, request: Any, send: Send, engine: Engine) -> Any:
         """The caller's request as this attempt sends it: its headers and body untouched, plus
-        the headers hooks add (trace context) and, when the engine sets one, the socket read
-        timeout (httpcore applies ``extensions["timeout"]["read"]`` to every read) -- in a copy:
-        the caller's own object, and the timeout it reads back in its error messages, stay as they were."""
-        if send.read_timeout is None and not send.headers:
+        the headers hooks add (trace context), when the engine sets one, the socket read timeout
+        (httpcore applies ``extensions["timeout"]["read"]`` to every read) and, for a pool that
+        wakes, the engine (``ENGINE_EXTENSION``: its connections put it in their network stream's
+        slot) -- in a copy: the caller's own object, and the timeout it reads back in its error
+        messages, stay as they were."""
+        wakes = self._wakes
+        if send.read_timeout is None and not send.headers and not wakes:
             return request  # nothing to change: the caller's request itself (what a mock below sees is it)
         extensions = request.extensions
+        if wakes:
+            extensions = {**extensions, ENGINE_EXTENSION: engine}
         if send.read_timeout is not None:
             timeouts = dict(extensions.get("timeout") or {})
             timeouts["read"] = send.read_timeout

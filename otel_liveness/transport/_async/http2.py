@@ -5,7 +5,9 @@
 to a pool the caller built (the one place that assigns httpcore's privates for that). The
 backend's streams hand their reads and writes to an :class:`AsyncH2Connection` once they carry
 HTTP/2 (:func:`h2_opened`: the first write is the preface), and the pool (:class:`AsyncH2Pool`
-mixed into its class) reads its HTTP/2 responses through :class:`AsyncH2Stream`, which marks each
+mixed into its class; its connections are :class:`~.network.AsyncWatchedConnection`, which fill
+their network stream's engine slot from the request) reads its HTTP/2 responses through
+:class:`AsyncH2Stream`, which marks each
 read with :data:`H2_READ`, bounds it (on asyncio/trio) by a cancel scope at the stream's own
 deadline -- for a reader that waits for the read lock while a sibling reads -- turns a deadline
 into the HTTP library's read timeout (the driver then asks the engine for the verdict), and resets
@@ -36,8 +38,8 @@ from typing import Any
 
 from ...core.clocks import stop_at, wake_at
 from ...core.engine import Engine
-from .._backends import AsyncBackend
-from .network import READING, AsyncWakingBackend, AsyncWakingStream
+from .._backends import ENGINE_EXTENSION, AsyncBackend
+from .network import AsyncWakingBackend, AsyncWakingStream, AsyncWatchedConnection
 
 __all__ = ["H2_READ", "AsyncH2Connection", "AsyncH2Pool", "AsyncH2Stream", "AsyncH2Wait", "StreamDeadline",
            "h2_opened", "install_wakeups", "new_pool"]
@@ -209,27 +211,32 @@ def new_pool(core: Any, pool_class: Any, **options: Any) -> Any:
     return _h2_pool_class(pool_class, timeout_error)(network_backend=backend, **options)
 
 
-def install_wakeups(inner: Any) -> None:
+def install_wakeups(inner: Any) -> bool:
     """For a transport the caller (or an SDK) built and handed over: its pool is theirs, already
     built, and its settings are readable only through many privates, so it is adopted in place --
     the one function that assigns httpcore's privates for it: ``inner``'s connection pool (httpx's
     and httpx2's ``_pool``) gets the waking network backend (its ``_network_backend``) and the
     :class:`AsyncH2Pool` mixin (its ``__class__``). Transports without one (mocks, custom) are left
     as they are: their deadlines are then the socket timeout's, and notices arrive with the next
-    read. tests/test_http2_privates.py fails when httpx or httpcore renames one of these."""
+    read. tests/test_http2_privates.py fails when httpx or httpcore renames one of these. Answers
+    whether the pool now wakes (its connections then take the engine from the request's
+    extensions); connections it opened before are not watched: their sends wait as they did."""
     pool: Any = getattr(inner, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, AsyncWakingBackend) and isinstance(pool, AsyncH2Pool):
+        return True
     if backend is None or isinstance(backend, AsyncWakingBackend):
-        return
+        return False
     try:
         timeout_error = importlib.import_module(type(backend).__module__.partition(".")[0]).ReadTimeout
     except (ImportError, AttributeError):  # pragma: no cover - not an httpcore backend
-        return
+        return False
     pool._network_backend = AsyncWakingBackend(backend, timeout_error, h2_opened)
     try:
         pool.__class__ = _h2_pool_class(type(pool), timeout_error)
-    except TypeError:  # pragma: no cover - a pool class that cannot be extended: HTTP/1.1 is unaffected
-        return
+    except TypeError:  # pragma: no cover - a pool class that cannot be extended: only a body's reads wake
+        return False
+    return True
 
 
 _H2_POOLS: dict[type, type] = {}
@@ -254,8 +261,13 @@ class AsyncH2Pool:
 
     _liveness_timeout_error: type[BaseException]
 
+    def create_connection(self, origin: Any) -> Any:
+        """httpcore's connection (a proxy's too), wrapped to fill its network stream's slot from
+        each request (:class:`~.network.AsyncWatchedConnection`)."""
+        return AsyncWatchedConnection(super().create_connection(origin))  # type: ignore[misc]
+
     async def handle_async_request(self, request: Any) -> Any:
-        engine = READING.get()
+        engine: Engine | None = request.extensions.get(ENGINE_EXTENSION)
         if engine is None:  # not a request the engine judges
             return await super().handle_async_request(request)  # type: ignore[misc]
         wait = AsyncH2Wait(engine, AsyncBackend.now())  # joins its connection's waits when it writes there
@@ -312,6 +324,8 @@ async def _cancel_streams(request: Any, *, body: Any = None, pool: Any = None,
         pick = lambda state: (stream_id,)
     else:
         for connection in list(getattr(pool, "connections", ())):
+            if isinstance(connection, AsyncWatchedConnection):
+                connection = connection.inner  # (ours: httpcore's connection is the one it wraps)
             inner: Any = getattr(connection, "_connection", None)
             if getattr(inner, "_network_stream", None) is network:
                 conn = inner

@@ -7,10 +7,19 @@ budget) could not end it. httpcore closes the connection on any exception from a
 so the wait cannot be cut short above it; below it, at the network stream, it can: a
 socket-level read that times out has consumed nothing and may simply be made again. So the
 inner transport's connection pool gets a network backend whose streams, while an engine is
-reading (:data:`READING` during send and read-ahead, ``watch`` during the body), wake at the
-engine's hints, let it deliver notices in the reader's own thread or task, and end the read as a
-timeout when the engine says a deadline passed (the driver then asks it for the verdict). No
-thread, no task, no timer; a read with nothing due before its own timeout is passed through.
+reading (the stream's slot, ``watch``), wake at the engine's hints, let it deliver notices in the
+reader's own thread or task, and end the read as a timeout when the engine says a deadline passed
+(the driver then asks it for the verdict). No thread, no task, no timer; a read with nothing due
+before its own timeout is passed through.
+
+The slot is filled from the request, through public seams only: the transport hands the engine
+down in the request's extensions (:data:`~.._backends.ENGINE_EXTENSION`); the pool's connections
+are :class:`AsyncWatchedConnection` (the pool's public ``create_connection``), which put it in the
+slot of the network stream they carry before httpcore writes the request and reads its response
+-- a stream they learned from a response's ``extensions["network_stream"]``, or, on the
+connection's first request, from the ``trace`` extension's ``connect_tcp``/``start_tls`` events,
+which name the stream they open -- and empty it when the request fails there. The body's stream
+empties it when the body is closed, the driver when it discards a response.
 
 HTTP/2 (docs/http2.md). The streams of one connection share its network stream, and a read of it
 is judged by the HTTP/2 stream it is made for, not by the network read: that is :mod:`.http2`'s.
@@ -18,29 +27,19 @@ This module only hands such a connection's reads and writes over: the backend is
 ``multiplexed`` function (:func:`.http2.h2_opened`) that looks at each write of a stream not yet
 known to be HTTP/2, and once it answers (the preface went out) the stream's reads and writes go
 through what it returned (a :class:`Multiplexed`). This module imports nothing of :mod:`.http2`.
-
-The engine a read wakes for is found in :data:`READING` (set by the request loop for the send and
-the read-ahead) or in ``watch`` (set by the body for its reads). A context variable remains for
-the send: httpcore picks (or opens) the connection, and so the network stream, inside
-``handle_async_request``, after the transport has handed the request over, and gives no hook
-between the two; the request's context is the one thing that reaches from the request to the
-read made for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any, Protocol
 
 from ...core.clocks import wake_at
 from ...core.engine import Engine
-from .._backends import AsyncBackend
+from .._backends import ENGINE_EXTENSION, AsyncBackend
 
-__all__ = ["READING", "AsyncWakingBackend", "AsyncWakingStream", "Multiplexed", "Opened"]
+__all__ = ["AsyncWakingBackend", "AsyncWakingStream", "AsyncWatchedConnection", "Multiplexed", "Opened", "unwatch"]
 
-#: The engine of the request whose send (and read-ahead) runs in this context.
-READING: ContextVar[Engine | None] = ContextVar("otel_liveness_reading", default=None)
 _INF = float("inf")
 
 
@@ -92,6 +91,9 @@ class AsyncWakingStream:
 
     __slots__ = ("_multiplexed", "h2", "inner", "timeout_error", "watch")
 
+    #: The slot: the engine the stream's reads wake for (the request it carries), or ``None``.
+    watch: Engine | None
+
     def __init__(self, inner: Any, timeout_error: type[BaseException], multiplexed: Opened | None = None) -> None:
         self.inner = inner
         self.timeout_error = timeout_error
@@ -103,7 +105,7 @@ class AsyncWakingStream:
         h2 = self.h2
         if h2 is not None:
             return await h2.read(max_bytes, timeout)
-        engine = READING.get() or self.watch
+        engine = self.watch
         inner: Any = self.inner
         if engine is None:
             data: bytes = await inner.read(max_bytes, timeout)
@@ -144,3 +146,75 @@ class AsyncWakingStream:
 
     def get_extra_info(self, info: str) -> Any:
         return self.inner.get_extra_info(info)
+
+
+#: The ``trace`` events that name a network stream a connection opened (their ``return_value``):
+#: httpcore's connection and proxy connections, for TCP, a Unix socket and TLS over either.
+_OPENED = (".connect_tcp.complete", ".connect_unix_socket.complete", ".start_tls.complete")
+
+
+class AsyncWatchedConnection:
+    """One of the pool's connections (httpcore's own, which it wraps; the pool's public
+    ``create_connection`` makes it) that fills the slot of the network stream it carries from each
+    request's extensions (:data:`~.._backends.ENGINE_EXTENSION`), before httpcore writes the request
+    and reads its response. A request that names no engine empties it. On HTTP/2 (several
+    requests at once on one stream) the slot is not used: :mod:`.http2` judges each stream's reads.
+    Everything else is the wrapped connection's (httpcore's connection interface, delegated)."""
+
+    __slots__ = ("inner", "network")
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        #: The network stream the connection carries, once a response or a ``trace`` event named it.
+        self.network: AsyncWakingStream | None = None
+
+    async def handle_async_request(self, request: Any) -> Any:
+        engine: Engine | None = request.extensions.get(ENGINE_EXTENSION)
+        network = self.network
+        if network is None:
+            if engine is not None:  # a new connection (or one not yet named): the trace names its stream
+                request = _traced(request, engine, self)
+        elif network.h2 is None:
+            network.watch = engine
+        try:
+            response = await self.inner.handle_async_request(request)
+        except BaseException:
+            unwatch(self.network, engine)
+            raise
+        named = response.extensions.get("network_stream")
+        if isinstance(named, AsyncWakingStream):
+            self.network = named
+            if named.h2 is not None:  # HTTP/2: the slot is not used (a first request's trace filled it)
+                unwatch(named, engine)
+        return response
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+
+def _traced(request: Any, engine: Engine, connection: AsyncWatchedConnection) -> Any:
+    """``request`` (httpcore's) with a ``trace`` extension that fills the slot of each network
+    stream the connection opens for it (the caller's own trace still called, first)."""
+    previous = request.extensions.get("trace")
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        if previous is not None:
+            await previous(event, info)
+        if event.endswith(_OPENED):
+            opened = info.get("return_value")
+            if isinstance(opened, AsyncWakingStream):
+                opened.watch = engine
+                connection.network = opened
+
+    return type(request)(request.method, request.url, headers=request.headers, content=request.stream,
+                         extensions={**request.extensions, "trace": trace})
+
+
+def unwatch(network: Any, engine: Engine | None) -> None:
+    """Empty ``network``'s slot if it holds ``engine`` (a pooled connection must not keep an engine
+    that ended, and with it its prefix)."""
+    if isinstance(network, AsyncWakingStream) and network.watch is engine:
+        network.watch = None

@@ -22,7 +22,7 @@ from .._backends import AsyncBackend
 from .._base import TransportBase, error_for, header_dict, io_failed
 from .._family import Family
 from .http2 import install_wakeups, new_pool
-from .network import READING
+from .network import unwatch
 
 __all__ = ["AsyncLivenessMixin", "AsyncPoolTransport"]
 
@@ -43,9 +43,9 @@ class AsyncLivenessMixin(TransportBase):
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    def _install_wakeups(self, inner: Any) -> None:
-        if not isinstance(inner, AsyncPoolTransport):  # (a pool this transport built has them already)
-            install_wakeups(inner)  # a transport the caller built: its pool adopted in place
+    def _install_wakeups(self, inner: Any) -> bool:
+        # (a pool this transport built has them already; a transport the caller built: its pool adopted in place)
+        return isinstance(inner, AsyncPoolTransport) or install_wakeups(inner)
 
     async def handle_async_request(self, request: Any) -> Any:
         if not self._applies(request):
@@ -58,15 +58,15 @@ class AsyncLivenessMixin(TransportBase):
         command: Any = engine.start(clock())
         self._answered_from_memory(engine)
         response = iterator = None
-        token = READING.set(engine)  # reads made meanwhile wake for this engine (AsyncWakingStream)
         try:
             while True:
                 if type(command) is Send:
-                    await _discard(response)
+                    await _discard(response, engine)
                     response = iterator = None
                     try:
                         with self._send_context():
-                            response = await self._inner.handle_async_request(self._attempt_request(request, command))
+                            response = await self._inner.handle_async_request(
+                                self._attempt_request(request, command, engine))
                     except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
                         command = io_failed(self._family, engine, clock(), exc)
                         continue
@@ -85,12 +85,14 @@ class AsyncLivenessMixin(TransportBase):
                     else:
                         command = engine.received(clock(), chunk)
                 elif type(command) is Sleep:
-                    await _discard(response)
+                    await _discard(response, engine)
                     response = iterator = None
                     await backend.sleep(command.seconds)
                     command = engine.slept(clock())
                 elif type(command) is Respond:
                     assert response is not None  # Respond comes after the headers
+                    if command.passthrough:  # the body as it comes, unjudged: its reads wake for no one
+                        unwatch(response.extensions.get("network_stream"), engine)
                     result = self._response(request, engine, response, iterator, command)
                     if response.is_closed:
                         # The inner transport gave a body it had read whole (a response made from
@@ -101,14 +103,13 @@ class AsyncLivenessMixin(TransportBase):
                     raise error_for(self._family, request, command, engine.published)
         except BaseException as exc:
             engine.abandoned(clock(), exc)  # nothing if the engine ended it (a Fail it answered)
-            await _discard(response)
+            await _discard(response, engine)
             raise
-        finally:
-            READING.reset(token)
 
 
-async def _discard(response: Any) -> None:
+async def _discard(response: Any, engine: Any) -> None:
     if response is not None:
+        unwatch(response.extensions.get("network_stream"), engine)  # its connection goes back to the pool
         with AsyncBackend.shield():
             await response.aclose()
 

@@ -6,7 +6,9 @@
 to a pool the caller built (the one place that assigns httpcore's privates for that). The
 backend's streams hand their reads and writes to an :class:`SyncH2Connection` once they carry
 HTTP/2 (:func:`h2_opened`: the first write is the preface), and the pool (:class:`SyncH2Pool`
-mixed into its class) reads its HTTP/2 responses through :class:`SyncH2Stream`, which marks each
+mixed into its class; its connections are :class:`~.network.SyncWatchedConnection`, which fill
+their network stream's engine slot from the request) reads its HTTP/2 responses through
+:class:`SyncH2Stream`, which marks each
 read with :data:`H2_READ`, bounds it (on asyncio/trio) by a cancel scope at the stream's own
 deadline -- for a reader that waits for the read lock while a sibling reads -- turns a deadline
 into the HTTP library's read timeout (the driver then asks the engine for the verdict), and resets
@@ -37,8 +39,8 @@ from typing import Any
 
 from ...core.clocks import stop_at, wake_at
 from ...core.engine import Engine
-from .._backends import SyncBackend
-from .network import READING, SyncWakingBackend, SyncWakingStream
+from .._backends import ENGINE_EXTENSION, SyncBackend
+from .network import SyncWakingBackend, SyncWakingStream, SyncWatchedConnection
 
 __all__ = ["H2_READ", "SyncH2Connection", "SyncH2Pool", "SyncH2Stream", "SyncH2Wait", "StreamDeadline",
            "h2_opened", "install_wakeups", "new_pool"]
@@ -210,27 +212,32 @@ def new_pool(core: Any, pool_class: Any, **options: Any) -> Any:
     return _h2_pool_class(pool_class, timeout_error)(network_backend=backend, **options)
 
 
-def install_wakeups(inner: Any) -> None:
+def install_wakeups(inner: Any) -> bool:
     """For a transport the caller (or an SDK) built and handed over: its pool is theirs, already
     built, and its settings are readable only through many privates, so it is adopted in place --
     the one function that assigns httpcore's privates for it: ``inner``'s connection pool (httpx's
     and httpx2's ``_pool``) gets the waking network backend (its ``_network_backend``) and the
     :class:`SyncH2Pool` mixin (its ``__class__``). Transports without one (mocks, custom) are left
     as they are: their deadlines are then the socket timeout's, and notices arrive with the next
-    read. tests/test_http2_privates.py fails when httpx or httpcore renames one of these."""
+    read. tests/test_http2_privates.py fails when httpx or httpcore renames one of these. Answers
+    whether the pool now wakes (its connections then take the engine from the request's
+    extensions); connections it opened before are not watched: their sends wait as they did."""
     pool: Any = getattr(inner, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, SyncWakingBackend) and isinstance(pool, SyncH2Pool):
+        return True
     if backend is None or isinstance(backend, SyncWakingBackend):
-        return
+        return False
     try:
         timeout_error = importlib.import_module(type(backend).__module__.partition(".")[0]).ReadTimeout
     except (ImportError, AttributeError):  # pragma: no cover - not an httpcore backend
-        return
+        return False
     pool._network_backend = SyncWakingBackend(backend, timeout_error, h2_opened)
     try:
         pool.__class__ = _h2_pool_class(type(pool), timeout_error)
-    except TypeError:  # pragma: no cover - a pool class that cannot be extended: HTTP/1.1 is unaffected
-        return
+    except TypeError:  # pragma: no cover - a pool class that cannot be extended: only a body's reads wake
+        return False
+    return True
 
 
 _H2_POOLS: dict[type, type] = {}
@@ -255,8 +262,13 @@ class SyncH2Pool:
 
     _liveness_timeout_error: type[BaseException]
 
+    def create_connection(self, origin: Any) -> Any:
+        """httpcore's connection (a proxy's too), wrapped to fill its network stream's slot from
+        each request (:class:`~.network.SyncWatchedConnection`)."""
+        return SyncWatchedConnection(super().create_connection(origin))  # type: ignore[misc]
+
     def handle_request(self, request: Any) -> Any:
-        engine = READING.get()
+        engine: Engine | None = request.extensions.get(ENGINE_EXTENSION)
         if engine is None:  # not a request the engine judges
             return super().handle_request(request)  # type: ignore[misc]
         wait = SyncH2Wait(engine, SyncBackend.now())  # joins its connection's waits when it writes there
@@ -313,6 +325,8 @@ def _cancel_streams(request: Any, *, body: Any = None, pool: Any = None,
         pick = lambda state: (stream_id,)
     else:
         for connection in list(getattr(pool, "connections", ())):
+            if isinstance(connection, SyncWatchedConnection):
+                connection = connection.inner  # (ours: httpcore's connection is the one it wraps)
             inner: Any = getattr(connection, "_connection", None)
             if getattr(inner, "_network_stream", None) is network:
                 conn = inner

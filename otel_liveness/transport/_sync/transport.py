@@ -23,7 +23,7 @@ from .._backends import SyncBackend
 from .._base import TransportBase, error_for, header_dict, io_failed
 from .._family import Family
 from .http2 import install_wakeups, new_pool
-from .network import READING
+from .network import unwatch
 
 __all__ = ["SyncLivenessMixin", "SyncPoolTransport"]
 
@@ -44,9 +44,9 @@ class SyncLivenessMixin(TransportBase):
     def close(self) -> None:
         self._inner.close()
 
-    def _install_wakeups(self, inner: Any) -> None:
-        if not isinstance(inner, SyncPoolTransport):  # (a pool this transport built has them already)
-            install_wakeups(inner)  # a transport the caller built: its pool adopted in place
+    def _install_wakeups(self, inner: Any) -> bool:
+        # (a pool this transport built has them already; a transport the caller built: its pool adopted in place)
+        return isinstance(inner, SyncPoolTransport) or install_wakeups(inner)
 
     def handle_request(self, request: Any) -> Any:
         if not self._applies(request):
@@ -59,15 +59,15 @@ class SyncLivenessMixin(TransportBase):
         command: Any = engine.start(clock())
         self._answered_from_memory(engine)
         response = iterator = None
-        token = READING.set(engine)  # reads made meanwhile wake for this engine (SyncWakingStream)
         try:
             while True:
                 if type(command) is Send:
-                    _discard(response)
+                    _discard(response, engine)
                     response = iterator = None
                     try:
                         with self._send_context():
-                            response = self._inner.handle_request(self._attempt_request(request, command))
+                            response = self._inner.handle_request(
+                                self._attempt_request(request, command, engine))
                     except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
                         command = io_failed(self._family, engine, clock(), exc)
                         continue
@@ -86,12 +86,14 @@ class SyncLivenessMixin(TransportBase):
                     else:
                         command = engine.received(clock(), chunk)
                 elif type(command) is Sleep:
-                    _discard(response)
+                    _discard(response, engine)
                     response = iterator = None
                     backend.sleep(command.seconds)
                     command = engine.slept(clock())
                 elif type(command) is Respond:
                     assert response is not None  # Respond comes after the headers
+                    if command.passthrough:  # the body as it comes, unjudged: its reads wake for no one
+                        unwatch(response.extensions.get("network_stream"), engine)
                     result = self._response(request, engine, response, iterator, command)
                     if response.is_closed:
                         # The inner transport gave a body it had read whole (a response made from
@@ -102,14 +104,13 @@ class SyncLivenessMixin(TransportBase):
                     raise error_for(self._family, request, command, engine.published)
         except BaseException as exc:
             engine.abandoned(clock(), exc)  # nothing if the engine ended it (a Fail it answered)
-            _discard(response)
+            _discard(response, engine)
             raise
-        finally:
-            READING.reset(token)
 
 
-def _discard(response: Any) -> None:
+def _discard(response: Any, engine: Any) -> None:
     if response is not None:
+        unwatch(response.extensions.get("network_stream"), engine)  # its connection goes back to the pool
         with SyncBackend.shield():
             response.close()
 
