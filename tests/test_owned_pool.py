@@ -343,3 +343,20 @@ def _run_sync(go: Any) -> None:
     except StopIteration:
         return
     raise AssertionError("the sync path awaited something")
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("is_async", KINDS, ids=KIND_IDS)
+def test_the_watched_connection_provides_httpcores_whole_connection_interface(name, is_async) -> None:  # type: ignore[no-untyped-def]
+    # Every method of httpcore's connection interface is the wrapper's own (a delegation, not a
+    # lookup through __getattr__ on every call the pool makes), with httpcore's names.
+    from otel_liveness.transport._async.network import AsyncWatchedConnection
+    from otel_liveness.transport._sync.network import SyncWatchedConnection
+
+    core = importlib.import_module(family(name).core.__name__)
+    interface = core.AsyncConnectionInterface if is_async else core.ConnectionInterface
+    ours = AsyncWatchedConnection if is_async else SyncWatchedConnection
+    methods = {n for n in dir(interface) if not n.startswith("_") and callable(getattr(interface, n))}
+    assert {"handle_async_request" if is_async else "handle_request", "is_idle", "is_available"} <= methods
+    missing = {n for n in methods - {"request", "stream"} if n not in vars(ours)}
+    assert not missing, missing

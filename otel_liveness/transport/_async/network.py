@@ -188,7 +188,37 @@ class AsyncWatchedConnection:
                 unwatch(named, engine)
         return response
 
-    def __getattr__(self, name: str) -> Any:
+    # -- the rest of httpcore's connection interface, the wrapped connection's (the pool asks
+    # these of every connection on every request: delegated directly, not through __getattr__)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def info(self) -> str:
+        return self.inner.info()  # type: ignore[no-any-return]
+
+    def can_handle_request(self, origin: Any) -> bool:
+        return self.inner.can_handle_request(origin)  # type: ignore[no-any-return]
+
+    def is_connected(self) -> bool:
+        return self.inner.is_connected()  # type: ignore[no-any-return]
+
+    def is_available(self) -> bool:
+        return self.inner.is_available()  # type: ignore[no-any-return]
+
+    def has_expired(self) -> bool:
+        return self.inner.has_expired()  # type: ignore[no-any-return]
+
+    def is_idle(self) -> bool:
+        return self.inner.is_idle()  # type: ignore[no-any-return]
+
+    def can_multiplex(self) -> bool:
+        return self.inner.can_multiplex()  # type: ignore[no-any-return]
+
+    def is_closed(self) -> bool:
+        return self.inner.is_closed()  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:  # anything else (request(), stream(), a proxy's own)
         return getattr(self.inner, name)
 
     def __repr__(self) -> str:
