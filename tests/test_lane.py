@@ -819,11 +819,11 @@ def test_the_lane_counts_have_one_hand_over() -> None:
     assert re.search(r"\btake(_beats)?\b", (root / "transport" / "_reader.c").read_text()) is None
 
 
-def _engine_at_content(cls: Any, monkeypatch: pytest.MonkeyPatch, events: list[Any]) -> Any:
+def _engine_at_content(cls: Any, monkeypatch: pytest.MonkeyPatch, events: list[Any], policy: Policy | None = None) -> Any:
     from otel_liveness.core.request import RequestFacts
 
     monkeypatch.setattr(engine, "Lane", cls)
-    e = engine.Engine(Policy(), RequestFacts(streaming=True, body_size=100), 0.0, provider="anthropic",
+    e = engine.Engine(policy or Policy(), RequestFacts(streaming=True, body_size=100), 0.0, provider="anthropic",
                       hooks=[events.append], wall_now=lambda: 1e9)
     e.start(0.0)
     e.headers(0.01, 200, {"content-type": "text/event-stream"})
@@ -880,19 +880,13 @@ def test_a_silence_of_pings_after_content_takes_the_lane_and_keeps_every_semanti
     # what it can and through one that takes nothing: the pings before each semantic deadline take
     # the lane, and the notices (every 30 s without content), the timeout's verdict and every field
     # of the books are the same as the general path's, read by read.
-    from otel_liveness.core.request import RequestFacts
-
     script: list[tuple[float, bytes]] = [(0.02 + 0.01 * i, DELTA) for i in range(5)]
     script += [(0.06 + 27.0 * k, PING) for k in range(1, 12)]
     script += [(300.0, DELTA), (300.01, DELTA)]
     seen: dict[str, Any] = {}
     for name in ("general", impl):
         events: list[Any] = []
-        monkeypatch.setattr(engine, "Lane", IMPLS[name])
-        e = engine.Engine(Policy(semantic_timeout=semantic_timeout), RequestFacts(streaming=True, body_size=100), 0.0,
-                          provider="anthropic", hooks=[events.append], wall_now=lambda: 1e9)
-        e.start(0.0)
-        e.headers(0.01, 200, {"content-type": "text/event-stream"})
+        e = _engine_at_content(IMPLS[name], monkeypatch, events, Policy(semantic_timeout=semantic_timeout))
         admitted, books, answers = [], [], []
         for now, chunk in script:
             if e.ended:
