@@ -66,7 +66,8 @@ class LaneLike(Protocol):
 
     @property
     def since(self) -> int:
-        """Heartbeat frames after the last semantic frame of the last admitted read."""
+        """Heartbeat frames after the last semantic frame (counted on from :meth:`open`'s ``since``
+        while reads of heartbeats alone are admitted)."""
 
     @property
     def horizon(self) -> float:
@@ -105,7 +106,6 @@ class LaneLike(Protocol):
     def take_beats(self) -> list[tuple[float, int]]:
         """``(time, count)`` of each admitted read that held heartbeats since the last call;
         resets :attr:`heartbeats`."""
-
 
 
 class PyLane:
@@ -256,7 +256,7 @@ class PyLane:
     def take_beats(self) -> list[tuple[float, int]]:
         """``(time, count)`` of each admitted read that held heartbeats (``count`` of them) since
         the last call; resets :attr:`heartbeats`. (:attr:`since`: the heartbeats after the last
-        semantic frame of the last admitted read.)"""
+        semantic frame.)"""
         if self._busy:
             _refuse()
         out, self._beats = self._beats, []
