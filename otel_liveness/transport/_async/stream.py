@@ -11,7 +11,7 @@ from ...core.engine import Engine
 from .._backends import AsyncBackend
 from .._base import error_for, io_failed
 from .._family import Family
-from .network import AsyncWakingStream
+from .network import AsyncWakingStream, unwatch
 
 __all__ = ["AsyncLivenessStream", "AsyncPassThrough"]
 
@@ -128,8 +128,7 @@ class AsyncLivenessStream:
 
     def _unwatch(self) -> None:
         network, self._network = self._network, None
-        if network is not None and network.watch is self._engine:
-            network.watch = None  # a pooled connection must not keep this engine (and its prefix)
+        unwatch(network, self._engine)
 
     async def aclose(self) -> None:
         if self._closed:

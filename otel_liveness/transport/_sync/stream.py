@@ -12,7 +12,7 @@ from ...core.engine import Engine
 from .._backends import SyncBackend
 from .._base import error_for, io_failed
 from .._family import Family
-from .network import SyncWakingStream
+from .network import SyncWakingStream, unwatch
 
 __all__ = ["SyncLivenessStream", "SyncPassThrough"]
 
@@ -129,8 +129,7 @@ class SyncLivenessStream:
 
     def _unwatch(self) -> None:
         network, self._network = self._network, None
-        if network is not None and network.watch is self._engine:
-            network.watch = None  # a pooled connection must not keep this engine (and its prefix)
+        unwatch(network, self._engine)
 
     def close(self) -> None:
         if self._closed:
