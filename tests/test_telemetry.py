@@ -295,6 +295,44 @@ def test_span_event_caps_keep_the_first_events_and_count_the_rest(tel) -> None: 
     assert tel.total("liveness.semantic_notices") == notices and tel.total("liveness.heartbeats") == 3 * reads
 
 
+def test_interleaved_requests_keep_their_own_state_and_a_dropped_report_takes_its_state(tel) -> None:  # type: ignore[no-untyped-def]
+    # The hook answers the state it looked up last without its map: two requests whose events
+    # alternate must still each get their own, and that shortcut keeps no state past its report.
+    import gc
+
+    from otel_liveness.core.events import AttemptEnded, AttemptStarted, Heartbeats, RequestEnded, RequestStarted
+    from otel_liveness.core.outcome import AttemptOutcome, AttemptRecord, RequestReport, StopReason
+
+    hook = tel.hook
+    reports = {model: RequestReport(provider="anthropic", streaming=True) for model in ("model-a", "model-b")}
+    for model, report in reports.items():
+        hook(RequestStarted(report, "POST", "api.anthropic.com", 443, "/v1/messages", model, {}, 100))
+    for model, report in [*reports.items(), *reports.items()]:
+        if not report.attempts:
+            report.attempts.append(AttemptRecord(index=0, started=0.0))
+            hook(AttemptStarted(report, 0, 0.0, {}))
+        hook(Heartbeats(report, 0, 1.0, 2 if model == "model-a" else 5, 0))
+    for report in reports.values():
+        record = report.attempts[0]
+        record.outcome, record.duration = AttemptOutcome.COMPLETED, 1.0
+        hook(AttemptEnded(report, record))
+        hook(RequestEnded(report, StopReason.COMPLETED))
+    spans = {sp.attributes[S.GEN_AI_REQUEST_MODEL]: sp for sp in tel.attempts()}
+    assert set(spans) == set(reports)
+    for model, span in spans.items():
+        counts = [e.attributes[S.HEARTBEAT_COUNT] for e in events(span, S.EVENT_HEARTBEAT)]
+        assert counts == ([2, 2] if model == "model-a" else [5, 5])
+        parent = next(sp for sp in tel.finished() if sp.context.span_id == span.parent.span_id)
+        assert parent.attributes[S.GEN_AI_REQUEST_MODEL] == model
+    assert tel.total("liveness.heartbeats") == 2 * 2 + 2 * 5
+    # The state the hook keeps aside for the report it saw last goes with that report.
+    assert hook._last is not None and hook._last[0]() is reports["model-b"]
+    reports.clear()
+    report = None
+    gc.collect()
+    assert hook._last is None
+
+
 def test_no_secret_or_content_in_any_export(provider, tel, caplog) -> None:  # type: ignore[no-untyped-def]
     body = {**BODY, "messages": [{"role": "user", "content": "PLANTED-PROMPT-TEXT"}]}
     url = provider.add("secrets", [[anthropic_status(529, "overloaded_error")],

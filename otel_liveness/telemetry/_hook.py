@@ -158,6 +158,19 @@ def _inject(state: _RequestState, headers: dict[str, str], span: Any) -> None:
         headers.pop("baggage", None)
 
 
+def _forgetter(hook: weakref.ref[TelemetryHook]) -> Callable[[weakref.ref[RequestReport]], None]:
+    """The callback of the reference :meth:`TelemetryHook._state` keeps to the report it looked up
+    last: when that report is gone, so is the state kept with it (the hook is referred to weakly:
+    no cycle through it)."""
+
+    def forget(ref: weakref.ref[RequestReport]) -> None:
+        owner = hook()
+        if owner is not None and owner._last is not None and owner._last[0] is ref:
+            owner._last = None
+
+    return forget
+
+
 class TelemetryHook:
     """The OpenTelemetry hook. Every transport has one unless ``telemetry=False`` (``wrap()`` adds
     it with its ``tracer_provider`` / ``meter_provider``, default the globals); pass one in
@@ -188,6 +201,11 @@ class TelemetryHook:
         # the map from a request's report to its state (each state is then its request's own).
         self._states: weakref.WeakKeyDictionary[RequestReport, _RequestState] = weakref.WeakKeyDictionary()
         self._states_lock = threading.Lock()
+        #: The state looked up last, with a weak reference to its report: a request's events come
+        #: one after another, so most lookups are answered here, without the lock or the map. It is
+        #: dropped with its report, as the map's entry is (:func:`_forgetter`).
+        self._last: tuple[weakref.ref[RequestReport], _RequestState] | None = None
+        self._forget = _forgetter(weakref.ref(self))
 
         def counter(spec: tuple[str, str, str]) -> Any:
             return meter.create_counter(spec[0], unit=spec[1], description=spec[2])
@@ -250,11 +268,15 @@ class TelemetryHook:
     # -- per-request state, keyed weakly by the report: nothing leaks if a request is abandoned --
 
     def _state(self, report: RequestReport) -> _RequestState:
+        last = self._last  # (one read of the pair: another thread may replace it meanwhile)
+        if last is not None and last[0]() is report:
+            return last[1]
         with self._states_lock:
             state = self._states.get(report)
             if state is None:
                 state = self._states[report] = _RequestState()
-            return state
+        self._last = (weakref.ref(report, self._forget), state)
+        return state
 
     # -- handlers ---------------------------------------------------------------------------------
 
