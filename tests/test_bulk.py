@@ -310,12 +310,16 @@ def test_admit_consumes_only_reads_of_semantic_frames() -> None:
         assert scanner.admit(run) == 3
         assert scanner.admit(run + run[:10]) == 3 and scanner.buffered == 10  # a frame in progress stays pending
         assert scanner.admit(run[10:] + run) == 6 and scanner.idle
-        for declined in (PING, delta("a") + PING, MDELTA, run.replace(b"\n", b"\r\n"), run[:20], b"", b": c\n",
+        for declined in (PING, delta("a") + PING, MDELTA, run.replace(b"\n", b"\r\n"), b"", b": c\n",
                          bytearray(run)):
             before = state(scanner)
             assert scanner.admit(declined) == -1
             assert state(scanner) == before
-        assert replay_journal(scanner.journal())["content"][0]["text"] == "a" * 12
+        # a read that completes no frame (a network read that ended inside one): raw progress, taken
+        assert scanner.admit(run[:20]) == 0 and scanner.buffered == 20
+        assert scanner.admit(run[20:30]) == 0 and scanner.buffered == 30
+        assert scanner.admit(run[30:]) == 3 and scanner.idle
+        assert replay_journal(scanner.journal())["content"][0]["text"] == "a" * 15
 
 
 def test_admit_declines_past_the_frame_bound() -> None:
@@ -773,7 +777,9 @@ def test_a_beating_scanner_admits_pings_among_content_and_counts_them() -> None:
         # pings alone: admitted, all of them after the last content (the lane keeps its horizon)
         assert scanner.admit(PING) == 1 and (scanner.beats, scanner.trailing) == (1, 1)
         assert scanner.admit(PING + PING) == 2 and (scanner.beats, scanner.trailing) == (2, 2)
-        assert scanner.admit(PING[:10]) == -1  # no frame completed: declined
+        # part of a frame, no frame completed: raw progress, admitted (no heartbeat counted yet)
+        assert scanner.admit(PING[:10]) == 0 and (scanner.beats, scanner.trailing) == (0, 0)
+        assert scanner.admit(PING[10:]) == 1 and (scanner.beats, scanner.trailing) == (1, 1)
         assert scanner.admit(delta("d") + MDELTA) == -1  # a fact-bearing frame: the general path's
         assert scanner.admit(delta("e")) == 1 and (scanner.beats, scanner.trailing) == (0, 0)
         assert scanner.admit(delta("f") + b": keep-alive\n\n") == -1  # a comment is not a fast heartbeat

@@ -909,3 +909,47 @@ def test_a_silence_of_pings_after_content_takes_the_lane_and_keeps_every_semanti
     else:
         # the timeout's verdict, on the first read past it (the ping at 216 s: released, then the failure)
         assert seen["general"][0][-1] == "Release" and len(seen["general"][0]) == 5 + 8 and notices >= 6
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+@pytest.mark.parametrize("semantic_timeout", [None, 90.0])
+def test_reads_that_end_inside_a_frame_take_the_lane_and_keep_every_deadline(
+        monkeypatch: pytest.MonkeyPatch, impl: str, semantic_timeout: float | None) -> None:
+    # A network read may end anywhere: inside a delta, inside a ping. Such a read completes no frame
+    # (raw progress only, like a read of pings alone). Content cut into reads of 1 to 40 bytes, some
+    # seconds apart (a slow link), so that notices and the semantic timeout fall due among them: on
+    # a fake clock, through a lane that takes what it can and through one that takes nothing, the
+    # answers, every field of the books and the events are the same, read by read.
+    stream = (DELTA * 3 + PING + DELTA) * 3 + PING * 8 + DELTA * 2  # then a thinking pause: pings alone
+    rng = random.Random(7)
+    script: list[tuple[float, bytes]] = [(0.02, DELTA)]
+    now, i = 0.02, 0
+    while i < len(stream):
+        take = rng.randint(1, 40)
+        now += rng.choice([0.01, 0.5, 4.0, 13.0, 27.0])
+        script.append((now, stream[i : i + take]))
+        i += take
+    seen: dict[str, Any] = {}
+    for name in ("general", impl):
+        events: list[Any] = []
+        e = _engine_at_content(IMPLS[name], monkeypatch, events, Policy(semantic_timeout=semantic_timeout))
+        partial, books, answers = 0, [], []
+        for at, chunk in script:
+            if e.ended:
+                break
+            if e.lane.step(chunk, at):
+                partial += b"\n\n" not in chunk
+                answers.append(chunk)
+            else:
+                answer = e.received(at, chunk)
+                answers.append(answer if type(answer) is bytes else type(answer).__name__)
+            e.attempt.absorb_lane()
+            books.append(_books(e, events))
+        seen[name] = (answers, books, [type(ev).__name__ for ev in events])
+        if name != "general":
+            assert partial > 5, "no read that ends inside a frame took the lane"
+    assert seen["general"] == seen[impl]
+    kinds = seen["general"][2]
+    assert kinds.count("SemanticNotice") >= 1
+    if semantic_timeout is not None:
+        assert "Verdict" in kinds and seen["general"][0][-1] in ("Fail", "Release")

@@ -991,16 +991,17 @@ Scanner_feed_blocks(Scanner *self, PyObject *chunk)
     return res;
 }
 
-/* admit(chunk) -> frames: the read completes at least one frame, every frame it completes has a
- * fast prefix of a semantic frame (or, when beating, of a semantic or a heartbeat one: a ping
- * inside a run, or pings alone), it holds no CR and stays within the bounds: consumed as feed()
+/* admit(chunk) -> frames: every frame the read completes has a fast prefix of a semantic frame
+ * (or, when beating, of a semantic or a heartbeat one: a ping inside a run, or pings alone) --
+ * a read that completes none, part of a frame (a network read that ended inside one), is raw
+ * progress and admitted too -- it holds no CR and stays within the bounds: consumed as feed()
  * would (the journal and the hold too), and the number of frames is returned. Otherwise -1 and
  * nothing changed. */
 /* admit() for a read that starts at a block boundary, with nothing held: one pass, journaling as
  * it goes (rolled back if the read turns out not to be admitted). The same answer as the general
  * path (scan, check every block, account): every complete block has a semantic (or, beating, a
- * heartbeat) fast prefix and is within the bound, at least one is complete, and the rest -- the frame in progress -- is not a
- * head comment line that ended and is within the bound. Returns the frames, -1 to decline (nothing
+ * heartbeat) fast prefix and is within the bound, and the rest -- the frame in progress -- is not a
+ * head comment line that ended and is within the bound (a read may complete no frame). Returns the frames, -1 to decline (nothing
  * changed), -2 on error, -3 (nothing changed) when the general path must judge the read: a head
  * comment line ended and a fast key starts with ':'. */
 static Py_ssize_t
@@ -1081,7 +1082,7 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
         }
         goto decline;
     }
-    if (frames == 0 || (n - p) - (p < n && d[n - 1] == '\n') > s->max_frame)
+    if ((n - p) - (p < n && d[n - 1] == '\n') > s->max_frame)
         goto decline; /* (the frame in progress as the bound measures it: a final LF not counted) */
     s->pend.len = 0;
     if (buf_append(&s->pend, d + p, n - p) < 0)
@@ -1128,7 +1129,7 @@ admit_frames(Scanner *self, PyObject *chunk)
     }
     Py_ssize_t count = sc.count;
     Py_ssize_t size;
-    int ok = count > 0 && within_bound(self, d, n, &sc, &size);
+    int ok = within_bound(self, d, n, &sc, &size); /* (no frame completed: raw progress, admitted) */
     Py_ssize_t beats = 0, trailing = 0;
     for (Py_ssize_t i = 0; ok && i < count; i++) {
         Span *sp = &sc.spans[i];

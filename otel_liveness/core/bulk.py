@@ -163,8 +163,9 @@ class PyScanner:
 
     def admit(self, chunk: Any) -> int:
         """The steady lane's read: consumed (the number of frames) only if every frame it completes
-        has a semantic fast prefix -- or, when :attr:`beating`, a semantic or a heartbeat one --
-        and it completes at least one; otherwise ``-1``, nothing changed. :attr:`beats` is then the
+        has a semantic fast prefix -- or, when :attr:`beating`, a semantic or a heartbeat one; a
+        read that completes none (part of a frame: raw progress) is consumed too -- otherwise
+        ``-1``, nothing changed. :attr:`beats` is then the
         heartbeat frames of the read, and :attr:`trailing` those after its last semantic frame
         (all of them when it has none)."""
         if self._busy:
@@ -198,10 +199,11 @@ class PyScanner:
             try:
                 blocks = scanner.feed_blocks(chunk)
             except FrameTooLarge:
-                blocks = []
+                scanner.restore(saved)
+                return -1
             heartbeat = self._roles[0] if self.beating else semantic
             kinds = [fast.get(block[:prefix]) for block in blocks]
-            if not kinds or any(kind is not semantic and kind is not heartbeat for kind in kinds):
+            if any(kind is not semantic and kind is not heartbeat for kind in kinds):
                 scanner.restore(saved)
                 return -1
             journal.mark()
