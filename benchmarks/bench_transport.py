@@ -44,11 +44,13 @@ must not grow with the stream length (they are bounded by ``max_prefix_bytes`` +
 Exits non-zero when a checked target is missed. ::
 
     python -m benchmarks.bench_transport [--events 20000] [--batch 1,64] [--rounds 11] [--raw-rounds 41]
-        [--sdk-rounds 21] [--memory-mb 100] [--prompt-mb 4] [--ping-every 0] [--whole-only] [--json]
+        [--sdk-rounds 21] [--memory-mb 100] [--prompt-mb 4] [--ping-every 0] [--warmup 10] [--whole-only] [--json]
 
-``--ping-every N`` puts an Anthropic heartbeat (``event: ping``) after every N-th delta, inside the
-run of deltas (what a provider sends while a reply streams; 0, the default, none);
-``--whole-only`` measures the whole-stream pairs alone.
+``--warmup N``: the pairs each client process runs before its measured rounds, on both sides, kept
+out of the figure and reported beside it (:data:`WARMUP` says why). ``--ping-every N`` puts an
+Anthropic heartbeat (``event: ping``) after every N-th delta, inside the run of deltas (what a
+provider sends while a reply streams; 0, the default, none); ``--whole-only`` measures the
+whole-stream pairs alone.
 """
 
 from __future__ import annotations
@@ -154,16 +156,27 @@ def sdk_path(client: anthropic.Anthropic) -> int:
                                                   messages=[{"role": "user", "content": "x"}]))
 
 
-def paired(fn_plain: Any, fn_wrapped: Any, rounds: int) -> dict[str, Any]:
+#: Pairs each process runs before a measure's rounds, both sides alike, measured apart (``first``:
+#: not in the figure, reported beside it). CPython specialises a function's bytecode after its
+#: first calls (3.11: eight) and adapts it over the next ones. The plain client's per-chunk code
+#: runs hundreds of times in one stream, the transport's per-request code a few times: one
+#: warm-up stream warmed the plain side only, and the first rounds of each fresh process measured
+#: the interpreter warming the transport's code (one process, 20,000 events: wrapped 3.6 -- 3.8 ms
+#: a stream for its first five, 3.2 -- 3.4 after; plain flat at 2.7). An agent's process runs
+#: the same code for thousands of requests: the figure is that steady state.
+WARMUP = 10
+
+
+def paired(fn_plain: Any, fn_wrapped: Any, rounds: int, warmup: int = WARMUP) -> dict[str, Any]:
     """Whole streams: per round, one whole stream each side (order alternating); the client
     process's CPU time (the server runs in another process) and the wall time of each; medians of
     the per-round ratios (wrapped / plain) and their spread. ``reads``: what ``fn_wrapped``
-    returned (the reads of one stream, for the raw-bytes path)."""
-    fn_plain(), fn_wrapped()  # warm up connections and caches
+    returned (the reads of one stream, for the raw-bytes path). The first ``warmup`` pairs (at
+    least one: connections) are measured the same way and kept apart (``first``, :data:`WARMUP`)."""
     plain: list[tuple[float, float]] = []
     wrapped: list[tuple[float, float]] = []
     reads = 0
-    for i in range(rounds):
+    for i in range(max(warmup, 1) + rounds):
         order = [(fn_plain, plain), (fn_wrapped, wrapped)]
         if i % 2:
             order.reverse()
@@ -173,7 +186,11 @@ def paired(fn_plain: Any, fn_wrapped: Any, rounds: int) -> dict[str, Any]:
             sink.append((time.process_time() - t0, time.perf_counter() - w0))
             if fn is fn_wrapped:
                 reads = out
-    return summary([(p[0], w[0], p[1], w[1]) for p, w in zip(plain, wrapped, strict=True)], reads)
+    pairs = [(p[0], w[0], p[1], w[1]) for p, w in zip(plain, wrapped, strict=True)]
+    first = max(warmup, 1)
+    out = summary(pairs[first:], reads)
+    out["first"] = [r[1] / r[0] for r in pairs[:first]]
+    return out
 
 
 def summary(rounds: list[tuple[float, float, float, float]], reads: int) -> dict[str, Any]:
@@ -195,7 +212,14 @@ def pool(results: list[dict[str, Any]]) -> dict[str, Any]:
     process's own median ratio beside it (``per_process``)."""
     out = summary([r for result in results for r in result["rounds"]], results[-1]["reads"])
     out["per_process"] = [result["ratio_median"] for result in results]
+    out["first"] = [ratio for result in results for ratio in result.get("first", [])]
     return out
+
+
+def first_note(w: dict[str, Any]) -> str:
+    """The warm-up pairs of every process (not in the figure), as the figure's lines show them."""
+    first = w.get("first") or []
+    return f"; its first {len(first)} pairs (warm-up, apart): {statistics.median(first):.3f}" if first else ""
 
 
 def interleaved(open_plain: Any, open_wrapped: Any, rounds: int, slice_: int = 200) -> dict[str, float]:
@@ -397,23 +421,23 @@ def sdk_pair(url: str, policy: otel_liveness.Policy) -> tuple[anthropic.Anthropi
     return plain, wrapped
 
 
-def whole_streams(url: str, raw_rounds: int, sdk_rounds: int) -> dict[str, Any]:
+def whole_streams(url: str, raw_rounds: int, sdk_rounds: int, warmup: int = WARMUP) -> dict[str, Any]:
     """The whole-stream pairs of one scenario, in this client process: the raw-bytes path, the
     memchr-only floor and the SDK path (each with its own clients, the transport as users get it)."""
     policy = otel_liveness.Policy()
     plain_http = httpx2.Client(timeout=60)
     wrapped_http = httpx2.Client(transport=otel_liveness.wrap(httpx2.HTTPTransport(), policy), timeout=60)
-    raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), raw_rounds)
-    floor = paired(lambda: raw_path(plain_http, url), lambda: memchr_path(plain_http, url), raw_rounds)
+    raw = paired(lambda: raw_path(plain_http, url), lambda: raw_path(wrapped_http, url), raw_rounds, warmup)
+    floor = paired(lambda: raw_path(plain_http, url), lambda: memchr_path(plain_http, url), raw_rounds, warmup)
     sdk_plain, sdk_wrapped = sdk_pair(url, policy)
-    sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), sdk_rounds)
+    sdk = paired(lambda: sdk_path(sdk_plain), lambda: sdk_path(sdk_wrapped), sdk_rounds, warmup)
     for client in (plain_http, wrapped_http, sdk_plain, sdk_wrapped):
         client.close()
     return {"raw": raw, "floor": floor, "sdk": sdk}
 
 
 def pooled_whole_streams(server: str, batches: list[int], processes: int, raw_rounds: int, sdk_rounds: int,
-                         pure_lane: bool) -> dict[int, dict[str, Any]]:
+                         pure_lane: bool, warmup: int = WARMUP) -> dict[int, dict[str, Any]]:
     """:func:`whole_streams` of every batch size, in ``processes`` fresh client processes one after
     another (each its share of the rounds), pooled. One process's figure depends on where the
     scheduler runs it and what it ran before (the same tree's 64-per-read ratio was 1.14 in one
@@ -423,7 +447,8 @@ def pooled_whole_streams(server: str, batches: list[int], processes: int, raw_ro
     runs: list[dict[str, Any]] = []
     for _ in range(processes):
         argv = [sys.executable, "-m", "benchmarks.bench_transport", "--child", server, "--batch",
-                ",".join(map(str, batches)), "--raw-rounds", str(share_raw), "--sdk-rounds", str(share_sdk)]
+                ",".join(map(str, batches)), "--raw-rounds", str(share_raw), "--sdk-rounds", str(share_sdk),
+                "--warmup", str(warmup)]
         if pure_lane:
             argv.append("--pure-lane")
         out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT)
@@ -462,7 +487,7 @@ def print_whole_only(args: argparse.Namespace, whole: dict[int, dict[str, Any]],
             w = whole[batch][key]
             print(f"  {batch:>2} event{'s' if batch != 1 else ' '} per read, {label}: CPU {w['ratio_median']:.3f} "
                   f"[{w['ratio_min']:.2f} -- {w['ratio_max']:.2f}]; each process: "
-                  + " / ".join(f"{m:.3f}" for m in w["per_process"]))
+                  + " / ".join(f"{m:.3f}" for m in w["per_process"]) + first_note(w))
     return 0
 
 
@@ -487,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(0: none, the figure of record; 50 is dense, 1000 about what a provider sends)")
     parser.add_argument("--whole-only", action="store_true",
                         help="measure only the whole-stream pairs (the figures of record), nothing else")
+    parser.add_argument("--warmup", type=int, default=WARMUP,
+                        help="pairs each client process runs first, measured apart (not in the figure)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--pure-lane", action="store_true",
                         help="use the pure-Python steady lane and bulk scanner (what an install without a C compiler runs)")
@@ -504,13 +531,14 @@ def main(argv: list[str] | None = None) -> int:
         engine.Lane = PyLane  # type: ignore[misc]
         framing.Scanner = PyScanner  # type: ignore[misc]
     if args.child:
-        print(json.dumps({b: whole_streams(f"{args.child}/s/bench{b}", args.raw_rounds, args.sdk_rounds) for b in batches}))
+        print(json.dumps({b: whole_streams(f"{args.child}/s/bench{b}", args.raw_rounds, args.sdk_rounds, args.warmup)
+                          for b in batches}))
         return 0
     proc, server = start_server(args.events, batches, args.memory_mb, args.delta_chars, args.ping_every)
     per_batch: dict[int, dict[str, Any]] = {}
     try:
         whole = pooled_whole_streams(server, batches, max(args.processes, 1), args.raw_rounds, args.sdk_rounds,
-                                     args.pure_lane)
+                                     args.pure_lane, args.warmup)
         if args.whole_only:
             return print_whole_only(args, whole, batches)
         policy = otel_liveness.Policy()
@@ -562,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{'met' if whole['ratio_median'] <= target else 'MISSED'}); wall {whole['wall_ratio_median']:.3f} "
                       f"[{whole['wall_ratio_min']:.2f} -- {whole['wall_ratio_max']:.2f}]; plain {whole['plain_s']*1e3:.1f} ms "
                       f"CPU, wrapped {whole['wrapped_s']*1e3:.1f} ms; each process: "
-                      + " / ".join(f"{m:.3f}" for m in whole["per_process"]))
+                      + " / ".join(f"{m:.3f}" for m in whole["per_process"]) + first_note(whole))
             floor = r["memchr_floor_whole_streams"]
             beyond = (r["added_us_per_read"] * r["reads_per_stream"] - setup["added_us"]) / r["reads_per_stream"]
             print(f"  {batch:>2} event{'s' if batch != 1 else ' '} per read: {r['reads_per_stream']} reads a stream; the "

@@ -68,10 +68,11 @@ def test_whole_stream_pairing_alternates_and_reports_cpu_and_wall_ratios() -> No
         sum(range(20_000))  # more work than plain: the ratio must come out above 1
         return 7
 
-    result = paired(plain, wrapped, rounds=4)
-    # warm-up pair, then the order alternates round by round
-    assert calls == ["plain", "wrapped", "plain", "wrapped", "wrapped", "plain", "plain", "wrapped", "wrapped", "plain"]
+    result = paired(plain, wrapped, rounds=4, warmup=2)
+    # the order alternates pair by pair, the warm-up pairs' too; those are measured apart
+    assert calls == ["plain", "wrapped", "wrapped", "plain"] * 3
     assert result["reads"] == 7
+    assert len(result["rounds"]) == 4 and len(result["first"]) == 2 and all(r > 1 for r in result["first"])
     for key in ("ratio", "wall_ratio"):
         assert result[f"{key}_min"] <= result[f"{key}_median"] <= result[f"{key}_max"]
     assert result["wall_ratio_median"] > 1
@@ -116,8 +117,10 @@ def test_pooled_pairs_are_every_round_of_every_process() -> None:
     first = summary([(1.0, 1.1, 2.0, 2.2), (2.0, 2.2, 2.0, 2.2), (1.0, 1.1, 1.0, 1.0)], reads=5)
     second = summary([(1.0, 1.3, 1.0, 1.3), (1.0, 1.3, 1.0, 1.3)], reads=6)
     assert first["ratio_median"] == 1.1 and second["ratio_median"] == 1.3
+    first["first"], second["first"] = [1.5], [1.7, 1.9]  # each process's warm-up pairs, kept apart
     pooled = pool([first, second])
     assert len(pooled["rounds"]) == 5 and pooled["per_process"] == [1.1, 1.3]
+    assert pooled["first"] == [1.5, 1.7, 1.9]
     assert pooled["ratio_median"] == 1.1 and pooled["ratio_min"] == 1.1 and abs(pooled["ratio_max"] - 1.3) < 1e-12
     assert pooled["wall_ratio_min"] == 1.0 and pooled["plain_s"] == 1.0 and pooled["reads"] == 6
 
