@@ -59,8 +59,10 @@ class Framer(Protocol):
     def retained(self) -> int: ...
 
 
+@functools.lru_cache(maxsize=64)
 def _comment_kind(profile: ProviderProfile) -> FrameKind:
-    """How ``profile`` classifies a comment frame (a heartbeat on every provider we know)."""
+    """How ``profile`` classifies a comment frame (a heartbeat on every provider we know): asked
+    once per profile (a profile's classification is a function of the frame alone)."""
     try:
         return profile.classify(Frame(COMMENT, b"", 1), StreamFacts())
     except NotImplementedError:  # an event-stream profile: its SSE frames are not classified
