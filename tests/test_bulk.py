@@ -897,3 +897,40 @@ def test_the_bulk_scanners_frame_a_corpus_as_the_sse_scanner_does() -> None:
                 assert scanner.discarded == general.discarded
                 kinded, _ = make(cls, provider)
                 assert [k for r in reads for k in kinded.feed(r)] + kinded.close(complete_lines=True) == kinds
+
+
+@pytest.mark.skipif(not bulk.NATIVE, reason="the C scanner is not built")
+@pytest.mark.parametrize("journal", [400, 1500, 1 << 20])
+@pytest.mark.parametrize("size", [300, 701, 4096])
+def test_runs_of_deltas_in_long_reads_journal_alike(journal: int, size: int) -> None:
+    # The C scanner extends the journal's open run delta by delta within a read and writes the
+    # run's length back once: long reads of many deltas -- texts up to and past a one-byte length,
+    # escapes, a thinking block and a second text block (new runs), pings among them -- cut
+    # anywhere, some retracted, against a journal bound that clips mid-read: the same journal,
+    # state and partial message as the reference, read by read.
+    texts = ["a", "bc", "d" * 126, "e" * 127, "f" * 128, 'x"y\\z', "é€", "gg" * 40]
+    frames = [delta(t) for t in texts] + [PING] + [delta(t, index=2, kind="thinking_delta", field="thinking") for t in texts]
+    frames += [delta(t, index=3) for t in texts[:3]] + [PING, delta("end")]
+    data = b"".join(frames * 4)
+    scanners = []
+    for cls in (bulk.Scanner, PyScanner):
+        scanner, _ = make(cls, journal=journal)
+        scanner.feed(START + TEXT0 + THINK2)
+        scanner.beating = True
+        scanners.append(scanner)
+    c, py = scanners
+    admitted = 0
+    for i, at in enumerate(range(0, len(data), size)):
+        chunk = data[at : at + size]
+        got = c.admit(chunk)
+        assert got == py.admit(chunk), i
+        admitted += got > 0
+        if i % 3 == 2:
+            c.retract()
+            py.retract()
+        assert state(c) == state(py), i
+    assert admitted > len(data) // size // 2
+    if journal == 1 << 20:
+        assert c.journal_state == JOURNAL_OPEN and replay_journal(c.journal()) == replay_journal(py.journal())
+    else:
+        assert c.journal_state == JOURNAL_CLIPPED

@@ -1014,6 +1014,32 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
     mark(s);
     const int fused = s->delta_fused;
     Py_ssize_t frames = 0, p = 0, beats = 0, trailing = 0;
+    /* The journal's open run -- its last record, when that is a run of deltas -- in locals while the
+       read's deltas extend it: the journal's length and the run's (in its header) are written back
+       once (RUN_SYNC), before anything else reads or writes the journal, not delta by delta. */
+    Journal *const jr = &s->journal;
+    Py_ssize_t run = -1, jlen = 0, jroom = 0;
+    char run_code = 0;
+    uint32_t run_index = 0, run_add = 0;
+#define RUN_LOAD()                                                                                \
+    do {                                                                                          \
+        run = journal_writing(jr) ? jr->run : -1;                                                 \
+        if (run >= 0) {                                                                           \
+            run_code = jr->data.buf[run];                                                         \
+            run_index = get_u32(jr->data.buf + run + 1);                                          \
+            jlen = jr->data.len;                                                                  \
+            jroom = (jr->data.cap < jr->max ? jr->data.cap : jr->max) - jlen;                     \
+        }                                                                                         \
+    } while (0)
+#define RUN_SYNC()                                                                                \
+    do {                                                                                          \
+        if (run_add) {                                                                            \
+            jr->data.len = jlen;                                                                  \
+            put_u32(jr->data.buf + run + 5, get_u32(jr->data.buf + run + 5) + run_add);           \
+            run_add = 0;                                                                          \
+        }                                                                                         \
+    } while (0)
+    RUN_LOAD();
     for (;;) {
         while (p < n && d[p] == '\n')
             p++;
@@ -1063,12 +1089,29 @@ admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
                 jn = lf == NULL ? 0 : jn - ((lf - jb) + 1);
                 jb = lf == NULL ? jb : lf + 1;
             }
-            if (jn > 0 && journal_block(&s->journal, jb, jn, known, jd) < 0)
-                return -2;
+            if (jd == &dl && dl.ok && run >= 0 && dl.code == run_code && dl.index == run_index && dl.flen < 128
+                && 1 + dl.flen <= jroom) {
+                /* one more delta of the open run: journal_block()'s in-place case */
+                char *w = jr->data.buf + jlen;
+                w[0] = (char)dl.flen;
+                copy_small(w + 1, jb + dl.foff, dl.flen);
+                jlen += 1 + dl.flen;
+                jroom -= 1 + dl.flen;
+                run_add += (uint32_t)(1 + dl.flen);
+            }
+            else if (jn > 0) {
+                RUN_SYNC();
+                if (journal_block(jr, jb, jn, known, jd) < 0)
+                    return -2;
+                RUN_LOAD();
+            }
         }
         frames++;
         p += len + 2;
     }
+    RUN_SYNC(); /* (a declined read is then rolled back to its mark: the journal as it was) */
+#undef RUN_LOAD
+#undef RUN_SYNC
     /* no CR in what the loop did not parse: the blank lines it skipped and stepped over are LFs, a
        canonical delta has none (delta_at), a block found by its blank line was searched above */
     if (p < n && memchr(d + p, '\r', (size_t)(n - p)) != NULL)
