@@ -11,13 +11,14 @@ it. Every other read takes the general path
 
 With a bulk scanner attached (:meth:`PyLane.attach`, :mod:`.bulk`), a read is admitted when the
 scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes is a semantic or a
-heartbeat frame by its head, at least one frame; a frame in progress may stay pending);
-without one, only a read that is exactly one whole semantic frame is. The heartbeats of an
-admitted read (a ping inside a run of deltas, or a read of pings alone) are recorded as ``(time,
-count)`` (:meth:`PyLane.take_beats`): the attempt counts and announces them as the general path
-would. A read of heartbeats alone moves the raw clock only: the semantic one -- the time of the
-last content, and with it the horizon, since every deadline the horizon stands for is semantic
-(wire silence is judged per read) -- stays where the last content left it.
+heartbeat frame by its head -- it may complete none, a network read that ended inside a frame; a
+frame in progress may stay pending); without one, only a read that is exactly one whole semantic
+frame is. The heartbeats of an admitted read (a ping inside a run of deltas, or a read of pings
+alone) are recorded as ``(time, count)`` (:meth:`PyLane.take_beats`): the attempt counts and
+announces them as the general path would. A read without content -- heartbeats alone, or part of a
+frame -- moves the raw clock only: the semantic one -- the time of the last content, and with it
+the horizon, since every deadline the horizon stands for is semantic (wire silence is judged per
+read) -- stays where the last content left it.
 
 The interface is one declared thing, :class:`LaneLike`; two classes provide exactly it:
 :class:`PyLane` here, the reference implementation, and ``_lane.c``'s ``Lane``, the same class in C
