@@ -871,6 +871,30 @@ def test_after_each_hand_over_the_books_equal_the_general_paths(monkeypatch: pyt
         assert general == lane, i
 
 
+def _play(cls: Any, monkeypatch: pytest.MonkeyPatch, script: list[tuple[float, bytes]],
+          policy: Policy) -> tuple[tuple[list[Any], list[dict[str, Any]], list[str]], list[bytes]]:
+    """``script``'s reads (``(time, chunk)``) through an engine at content whose lane is ``cls``,
+    each read offered to the lane first: ``((answers, books after each read, event names), the
+    reads the lane took)``."""
+    events: list[Any] = []
+    e = _engine_at_content(cls, monkeypatch, events, policy)
+    admitted: list[bytes] = []
+    books: list[dict[str, Any]] = []
+    answers: list[Any] = []
+    for now, chunk in script:
+        if e.ended:
+            break
+        if e.lane.step(chunk, now):
+            admitted.append(chunk)
+            answers.append(chunk)
+        else:
+            answer = e.received(now, chunk)
+            answers.append(answer if type(answer) is bytes else type(answer).__name__)
+        e.attempt.absorb_lane()
+        books.append(_books(e, events))
+    return (answers, books, [type(ev).__name__ for ev in events]), admitted
+
+
 @pytest.mark.parametrize("impl", ["native", "python"])
 @pytest.mark.parametrize("semantic_timeout", [None, 200.0])
 def test_a_silence_of_pings_after_content_takes_the_lane_and_keeps_every_semantic_deadline(
@@ -885,23 +909,9 @@ def test_a_silence_of_pings_after_content_takes_the_lane_and_keeps_every_semanti
     script += [(300.0, DELTA), (300.01, DELTA)]
     seen: dict[str, Any] = {}
     for name in ("general", impl):
-        events: list[Any] = []
-        e = _engine_at_content(IMPLS[name], monkeypatch, events, Policy(semantic_timeout=semantic_timeout))
-        admitted, books, answers = [], [], []
-        for now, chunk in script:
-            if e.ended:
-                break
-            if e.lane.step(chunk, now):
-                admitted.append(chunk is PING)
-                answers.append(chunk)
-            else:
-                answer = e.received(now, chunk)
-                answers.append(answer if type(answer) is bytes else type(answer).__name__)
-            e.attempt.absorb_lane()
-            books.append(_books(e, events))
-        seen[name] = (answers, books, [type(ev).__name__ for ev in events])
+        seen[name], admitted = _play(IMPLS[name], monkeypatch, script, Policy(semantic_timeout=semantic_timeout))
         if name != "general":
-            assert any(admitted), "no ping took the lane"
+            assert any(chunk is PING for chunk in admitted), "no ping took the lane"
     assert seen["general"] == seen[impl]
     notices = seen["general"][2].count("SemanticNotice")
     if semantic_timeout is None:
@@ -931,23 +941,9 @@ def test_reads_that_end_inside_a_frame_take_the_lane_and_keep_every_deadline(
         i += take
     seen: dict[str, Any] = {}
     for name in ("general", impl):
-        events: list[Any] = []
-        e = _engine_at_content(IMPLS[name], monkeypatch, events, Policy(semantic_timeout=semantic_timeout))
-        partial, books, answers = 0, [], []
-        for at, chunk in script:
-            if e.ended:
-                break
-            if e.lane.step(chunk, at):
-                partial += b"\n\n" not in chunk
-                answers.append(chunk)
-            else:
-                answer = e.received(at, chunk)
-                answers.append(answer if type(answer) is bytes else type(answer).__name__)
-            e.attempt.absorb_lane()
-            books.append(_books(e, events))
-        seen[name] = (answers, books, [type(ev).__name__ for ev in events])
+        seen[name], admitted = _play(IMPLS[name], monkeypatch, script, Policy(semantic_timeout=semantic_timeout))
         if name != "general":
-            assert partial > 5, "no read that ends inside a frame took the lane"
+            assert sum(b"\n\n" not in chunk for chunk in admitted) > 5, "no read that ends inside a frame took the lane"
     assert seen["general"] == seen[impl]
     kinds = seen["general"][2]
     assert kinds.count("SemanticNotice") >= 1
