@@ -1000,10 +1000,10 @@ Scanner_feed_blocks(Scanner *self, PyObject *chunk)
 /* admit() for a read that starts at a block boundary, with nothing held: one pass, journaling as
  * it goes (rolled back if the read turns out not to be admitted). The same answer as the general
  * path (scan, check every block, account): every complete block has a semantic (or, beating, a
- * heartbeat) fast prefix and is within the bound, and the rest -- the frame in progress -- is not a
- * head comment line that ended and is within the bound (a read may complete no frame). Returns the frames, -1 to decline (nothing
- * changed), -2 on error, -3 (nothing changed) when the general path must judge the read: a head
- * comment line ended and a fast key starts with ':'. */
+ * heartbeat) fast prefix and is within the bound (a read may complete none), and the rest -- the
+ * frame in progress -- is not a head comment line that ended and is within the bound. Returns the
+ * frames, -1 to decline (nothing changed), -2 on error, -3 (nothing changed) when the general path
+ * must judge the read: a head comment line ended and a fast key starts with ':'. */
 static Py_ssize_t
 admit_aligned(Scanner *s, const char *d, Py_ssize_t n)
 {
