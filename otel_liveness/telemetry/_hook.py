@@ -165,7 +165,10 @@ def _forgetter(hook: weakref.ref[TelemetryHook]) -> Callable[[weakref.ref[Reques
 
     def forget(ref: weakref.ref[RequestReport]) -> None:
         owner = hook()
-        if owner is not None and owner._last is not None and owner._last[0] is ref:
+        if owner is None:
+            return
+        last = owner._last  # (one read: another thread may replace it meanwhile)
+        if last is not None and last[0] is ref:
             owner._last = None
 
     return forget

@@ -229,16 +229,14 @@ def header_dict(headers: Any) -> dict[str, str]:
     pass: every encoding the library picks from reads ASCII bytes alike, so the answer is the same
     without its own pass to pick one."""
     raw = headers.raw
-    out: dict[str, str] = {}
     try:
-        for key, value in raw:
-            name = key.decode("ascii").lower()
-            text = value.decode("ascii")
-            out[name] = f"{out[name]}, {text}" if name in out else text
-        return out
+        return _decoded(raw, "ascii")
     except UnicodeDecodeError:
-        out.clear()
-    encoding = headers.encoding
+        return _decoded(raw, headers.encoding)
+
+
+def _decoded(raw: list[tuple[bytes, bytes]], encoding: str) -> dict[str, str]:
+    out: dict[str, str] = {}
     for key, value in raw:
         name = key.decode(encoding).lower()
         text = value.decode(encoding)
