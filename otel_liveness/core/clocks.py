@@ -490,11 +490,11 @@ class AttemptClock:
         return self._wake_stop()[0]
 
     def steady(self) -> tuple[float, float, float]:
-        """For the steady lane: ``(horizon, step, wall)``. A read of content (and heartbeats)
-        frames arriving before ``horizon`` makes nothing due; one that holds content moves the
-        horizon to ``min(read time + step, wall)``, one of heartbeats alone leaves it. The horizon is ``-inf``
-        (lane closed) unless the last read was semantic and the stream is live. Wire silence is
-        judged per read (:meth:`expired`), so it takes no part here."""
+        """For the steady lane: ``(horizon, step, wall)``. A read arriving before ``horizon`` makes
+        nothing due; one that holds content moves the horizon to ``min(read time + step, wall)``,
+        one without (heartbeats alone, or part of a frame) leaves it. The horizon is ``-inf`` (lane
+        closed) unless the last read was semantic and the stream is live. Wire silence is judged
+        per read (:meth:`expired`), so it takes no part here."""
         if self.terminal is not None or self.phase is not Phase.STREAMING or self.last_raw != self.last_semantic:
             return -_INF, 0.0, _INF
         sem, wall, notice = self._deadlines()
