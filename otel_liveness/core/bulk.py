@@ -43,10 +43,11 @@ Two records ride along, so that a stream keeps what a truncation needs rather th
 completes has a semantic fast prefix -- or, with :attr:`~PyScanner.beating` set (by an attempt,
 which counts what it admits), a semantic or a heartbeat one (a ping inside a run of deltas, or a
 read of pings alone); a read that completes none (part of a frame: raw progress) is consumed
-too. Otherwise it changes nothing. :attr:`~PyScanner.beats` and :attr:`~PyScanner.trailing` say how many heartbeats the read held, and
-how many after its last semantic frame (all of them in a read of heartbeats alone: the lane tells
-such a read by ``beats == frames``, and its semantic clock does not move on it); the lane records
-them for the attempt, which counts and announces them as the general path would.
+too. Otherwise it changes nothing. :attr:`~PyScanner.beats` and :attr:`~PyScanner.trailing`
+say how many heartbeats the read held, and how many after its last semantic frame (all of them in
+a read of heartbeats alone: the lane tells such a read by ``beats == frames``, and its semantic
+clock does not move on it); the lane records them for the attempt, which counts and announces
+them as the general path would.
 """
 
 from __future__ import annotations
