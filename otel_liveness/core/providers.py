@@ -114,10 +114,19 @@ class StreamFacts:
 
 
 def _json(data: bytes) -> Any:
+    """``json.loads(data)``, or ``None`` for what it rejects. A frame's data is UTF-8 (the SSE
+    spec's only encoding): decoded as such and parsed as a string, without ``loads``' encoding
+    detection; what that rejects (a BOM, another encoding) is given to ``loads`` as it came."""
     try:
-        return json.loads(data)
-    except ValueError:
-        return None
+        return _decode(data.decode("utf-8"))
+    except ValueError:  # (UnicodeDecodeError included)
+        try:
+            return json.loads(data)
+        except ValueError:
+            return None
+
+
+_decode = json.JSONDecoder().decode
 
 
 def _str(value: Any, limit: int = 128) -> str | None:
