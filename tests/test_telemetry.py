@@ -551,3 +551,20 @@ def test_a_dormant_request_logs_in_the_trace_context_it_started_in(provider) -> 
             logger.setLevel(old_level)
         seen[which] = handler.trace_ids
     assert seen["dormant"] == seen["awake"] == [7 << 64 | 1]
+
+
+def test_the_send_context_suppresses_http_instrumentation_as_the_helper_does() -> None:
+    """The hook's send context sets the key opentelemetry-instrumentation's own reader checks,
+    only while it is entered, and restores the context on an error too."""
+    from opentelemetry.instrumentation.utils import is_http_instrumentation_enabled
+
+    assert is_http_instrumentation_enabled()
+    with TelemetryHook.send_context():
+        assert not is_http_instrumentation_enabled()
+        with TelemetryHook.send_context():
+            assert not is_http_instrumentation_enabled()
+        assert not is_http_instrumentation_enabled()
+    assert is_http_instrumentation_enabled()
+    with pytest.raises(KeyError), TelemetryHook.send_context():
+        raise KeyError("x")
+    assert is_http_instrumentation_enabled()

@@ -5,12 +5,11 @@ one event per read, already counted."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -56,17 +55,24 @@ _OUTPUT = ("output_tokens", "completion_tokens")
 #: future API without them leaves every request traced, never one dropped.
 _GLOBALS_KNOWN = hasattr(trace, "_TRACER_PROVIDER") and hasattr(_metrics_globals, "_METER_PROVIDER")
 
-try:  # present whenever opentelemetry-instrumentation is installed
-    from opentelemetry.instrumentation.utils import suppress_http_instrumentation as _suppress
-except ImportError:  # pragma: no cover - fall back to the context key the HTTP instrumentations read
+#: The context key the HTTP client instrumentations read (``is_http_instrumentation_enabled``):
+#: opentelemetry-instrumentation's ``suppress_http_instrumentation()`` sets it; so does
+#: :class:`_SuppressHTTP`, without that helper's two generator-based context managers on every
+#: request. ``tests/test_telemetry.py`` checks the helper's reader sees it set.
+_SUPPRESS_KEY = otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY
 
-    @contextlib.contextmanager
-    def _suppress() -> Iterator[None]:
-        token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY, True))
-        try:
-            yield
-        finally:
-            otel_context.detach(token)
+
+class _SuppressHTTP:
+    """The HTTP client instrumentations suppressed while the inner send runs (what
+    ``suppress_http_instrumentation()`` does, as a plain context manager)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True))
+
+    def __exit__(self, *exc: object) -> None:
+        otel_context.detach(self._token)
 
 
 def _recorder_drops(options: Any) -> Iterable[metrics.Observation]:
@@ -261,7 +267,7 @@ class TelemetryHook:
     def send_context() -> Any:
         """Suppress the HTTP client instrumentations around the inner send: their span would end
         at the headers, before the SSE body, and duplicate the attempt span."""
-        return _suppress()
+        return _SuppressHTTP()
 
     def _dormant(self) -> bool:
         """No SDK behind this hook: it uses the global providers and neither is set (until one is,
