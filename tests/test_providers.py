@@ -198,3 +198,21 @@ def test_every_fast_key_is_a_whole_prefix_and_matches_the_recorded_ping() -> Non
     ping = b'event: ping\ndata: {"type": "ping"}\n\n'
     assert PROFILES["anthropic"].fast[ping[:PREFIX]] is FrameKind.HEARTBEAT
     assert PROFILES["anthropic"].fast[b'event: ping\ndata: {"type":"ping"}\n\n'[:PREFIX]] is FrameKind.HEARTBEAT
+
+
+@pytest.mark.parametrize("data", [
+    b'{"a":1,"b":"\xc3\xa9"}',  # UTF-8
+    b'\xef\xbb\xbf{"a":1}',  # a BOM: loads() takes it
+    '{"a":1}'.encode("utf-16"),  # another encoding loads() detects
+    b'{"a":"\xed\xa0\x80"}',  # a lone surrogate, as loads() passes it
+    b'{"a":',  # not JSON
+    b"\xff\xfe\x00",  # neither
+])
+def test_frame_json_answers_as_loads_does(data: bytes) -> None:
+    from otel_liveness.core.providers import _json
+
+    try:
+        expected = json.loads(data)
+    except ValueError:
+        expected = None
+    assert _json(data) == expected
