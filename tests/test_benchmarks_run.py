@@ -125,6 +125,14 @@ def test_pooled_pairs_are_every_round_of_every_process() -> None:
     assert pooled["wall_ratio_min"] == 1.0 and pooled["plain_s"] == 1.0 and pooled["reads"] == 6
 
 
+def test_above_the_floor_is_the_raw_figure_less_the_floor_of_the_same_pairs() -> None:
+    from benchmarks.bench_transport import above_floor, summary
+
+    raw = summary([(1.0, 1.25, 1.0, 1.0), (2.0, 2.5, 1.0, 1.0), (1.0, 1.3, 1.0, 1.0)], reads=3)
+    floor = summary([(1.0, 1.1, 1.0, 1.0), (1.0, 1.15, 1.0, 1.0), (1.0, 1.12, 1.0, 1.0)], reads=3)
+    assert abs(above_floor({"raw": raw, "floor": floor}) - (1.25 - 1.12)) < 1e-12
+
+
 def test_the_fleet_outage_benchmark_measures_the_outage_and_the_return() -> None:
     # A short timeline, one mode: without the budget every call of the outage is three attempts,
     # with it about one; the figures the benchmark reports are consistent with its own timeline.
