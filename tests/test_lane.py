@@ -949,3 +949,111 @@ def test_reads_that_end_inside_a_frame_take_the_lane_and_keep_every_deadline(
     assert kinds.count("SemanticNotice") >= 1
     if semantic_timeout is not None:
         assert "Verdict" in kinds and seen["general"][0][-1] in ("Fail", "Release")
+
+
+class _Declines:
+    """A hook that declines every request's heartbeats (``TakesHeartbeats``) and records what it gets."""
+
+    def __init__(self, answer: Any = False) -> None:
+        self.events: list[Any] = []
+        self.asked: list[Any] = []
+        self.answer = answer
+
+    def __call__(self, event: Any) -> None:
+        self.events.append(event)
+
+    def takes_heartbeats(self, report: Any) -> bool:
+        self.asked.append(report)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return bool(self.answer)
+
+
+def _stream_with_hooks(monkeypatch: pytest.MonkeyPatch, impl: str, hooks: list[Any]) -> Any:
+    """The pinged reply (a ping every 3 deltas) read to its end through an engine with ``hooks``,
+    each read offered to the lane (``impl``) first."""
+    from otel_liveness.core.request import RequestFacts
+
+    monkeypatch.setattr(engine, "Lane", IMPLS[impl])
+    e = engine.Engine(Policy(), RequestFacts(streaming=True, body_size=100), 0.0, provider="anthropic",
+                      hooks=hooks, wall_now=lambda: 1e9)
+    e.start(0.0)
+    e.headers(0.01, 200, {"content-type": "text/event-stream"})
+    now = 0.01
+    for chunk in _pinged_chunks(5, 3):
+        now += 0.01
+        if not e.lane.step(chunk, now):
+            e.received(now, chunk)
+    e.eof(now + 0.01)
+    assert e.ended
+    return e
+
+
+@pytest.mark.parametrize("impl", ["general", "native", "python"])
+def test_a_hook_that_declines_heartbeats_gets_every_other_event_and_the_others_get_them_all(
+        monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+    alone: list[Any] = []
+    _stream_with_hooks(monkeypatch, impl, [alone.append])
+    beats = [(ev.at, ev.count, ev.total) for ev in alone if isinstance(ev, otel_liveness.Heartbeats)]
+    assert len(beats) > 10 and beats[-1][2] == sum(count for _, count, _ in beats)
+
+    taking: list[Any] = []
+    declining = _Declines()
+    e = _stream_with_hooks(monkeypatch, impl, [taking.append, declining])
+    assert [(ev.at, ev.count, ev.total) for ev in taking if isinstance(ev, otel_liveness.Heartbeats)] == beats
+    assert [type(ev) for ev in declining.events] == [type(ev) for ev in taking
+                                                     if not isinstance(ev, otel_liveness.Heartbeats)]
+    assert declining.asked == [e.report]  # once a request
+    assert e.published["attempts"][0]["heartbeats"] == beats[-1][2]
+
+
+@pytest.mark.parametrize("impl", ["general", "native"])
+def test_when_every_hook_declines_no_heartbeats_event_is_made_and_the_count_stays(
+        monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+    from otel_liveness.core import report as report_module
+
+    made: list[Any] = []
+
+    class Counted(otel_liveness.Heartbeats):  # type: ignore[misc]
+        def __init__(self, *args: Any) -> None:
+            made.append(args)
+            super().__init__(*args)
+
+    monkeypatch.setattr(report_module, "Heartbeats", Counted)
+    taking: list[Any] = []
+    counted = _stream_with_hooks(monkeypatch, impl, [taking.append])
+    assert made and len(made) == sum(isinstance(ev, otel_liveness.Heartbeats) for ev in taking)
+    made.clear()
+    declining = _Declines()
+    e = _stream_with_hooks(monkeypatch, impl, [declining])
+    assert made == [] and not any(isinstance(ev, otel_liveness.Heartbeats) for ev in declining.events)
+    assert e.published["attempts"][0]["heartbeats"] == counted.published["attempts"][0]["heartbeats"] > 10
+
+
+def test_a_hook_whose_answer_fails_gets_the_heartbeats_and_the_failure_is_counted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    failing = _Declines(RuntimeError("no answer"))
+    e = _stream_with_hooks(monkeypatch, "native", [failing])
+    assert any(isinstance(ev, otel_liveness.Heartbeats) for ev in failing.events)
+    assert e.hook_errors == 1 and failing.asked == [e.report]
+
+
+def test_hooks_changed_mid_request_are_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from otel_liveness.core.request import RequestFacts
+
+    monkeypatch.setattr(engine, "Lane", IMPLS["general"])
+    declining, later = _Declines(), _Declines(True)
+    e = engine.Engine(Policy(), RequestFacts(streaming=True, body_size=100), 0.0, provider="anthropic",
+                      hooks=[declining], wall_now=lambda: 1e9)
+    e.start(0.0)
+    e.headers(0.01, 200, {"content-type": "text/event-stream"})
+    chunks = _pinged_chunks(5, 3)
+    half = len(chunks) // 2
+    for i, chunk in enumerate(chunks[:half]):
+        e.received(0.02 + i * 0.01, chunk)
+    e.hooks = [declining, later]
+    for i, chunk in enumerate(chunks[half:]):
+        e.received(1.0 + i * 0.01, chunk)
+    assert len(declining.asked) == 2 and later.asked == [e.report]
+    assert not any(isinstance(ev, otel_liveness.Heartbeats) for ev in declining.events)
+    assert any(isinstance(ev, otel_liveness.Heartbeats) for ev in later.events)

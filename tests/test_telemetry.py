@@ -568,3 +568,16 @@ def test_the_send_context_suppresses_http_instrumentation_as_the_helper_does() -
     with pytest.raises(KeyError), TelemetryHook.send_context():
         raise KeyError("x")
     assert is_http_instrumentation_enabled()
+
+
+def test_the_hook_takes_a_requests_heartbeats_only_with_an_sdk_behind_it(tel) -> None:  # type: ignore[no-untyped-def]
+    from otel_liveness.core.events import RequestStarted, TakesHeartbeats
+    from otel_liveness.core.outcome import RequestReport
+
+    dormant = TelemetryHook()
+    assert dormant._dormant(), "a test of this process installed a global provider"
+    assert isinstance(dormant, TakesHeartbeats) and isinstance(tel.hook, TakesHeartbeats)
+    for hook, takes in ((dormant, False), (tel.hook, True)):
+        report = RequestReport(provider="anthropic", streaming=True)
+        hook(RequestStarted(report, "POST", "api.anthropic.com", 443, "/v1/messages", "m", {}))
+        assert hook.takes_heartbeats(report) is takes

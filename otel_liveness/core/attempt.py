@@ -87,6 +87,7 @@ class Attempt:
         "error",
         "expired",
         "framer",
+        "heartbeats",
         "held",
         "held_bytes",
         "held_decoded",
@@ -114,12 +115,15 @@ class Attempt:
 
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
                  *, streaming: bool, lane_class: Callable[..., Any],
-                 report: RequestReport, emit: Callable[[Event], None], request_start: float) -> None:
+                 report: RequestReport, emit: Callable[[Event], None], request_start: float,
+                 heartbeats: Callable[[int, float, int, int], None] | None = None) -> None:
         self.index = index
         # The request's report and its hooks (the Reporter's emit: no reference back to the engine,
         # so that an engine and its attempts are freed by reference counting, without a cycle).
         self.report = report
         self.emit = emit
+        #: The Reporter's ``heartbeats`` (the hooks that take them), else a Heartbeats to ``emit``.
+        self.heartbeats = heartbeats
         self.request_start = request_start
         self.record = AttemptRecord(index=index, started=started)
         self.record.first_byte_bound = clock.first_byte_bound
@@ -252,7 +256,11 @@ class Attempt:
 
     def _heartbeats(self, now: float, count: int, total: int) -> None:
         """``count`` heartbeats of a read at ``now`` (``total`` of the attempt's so far): announced."""
-        self.emit(Heartbeats(self.report, self.index, now - self.request_start, count, total))
+        heartbeats = self.heartbeats
+        if heartbeats is None:
+            self.emit(Heartbeats(self.report, self.index, now - self.request_start, count, total))
+        else:
+            heartbeats(self.index, now - self.request_start, count, total)
 
     def arm_lane(self) -> None:
         """Open the steady lane for the reads that follow while the attempt is a live stream

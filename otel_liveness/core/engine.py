@@ -409,7 +409,8 @@ class Engine:
                                          wall_deadline=self.wall_deadline)
         attempt = self.attempt_class(len(self.report.attempts), now - self.start_time, clock, policy, self.profile,
                                      streaming=streaming, lane_class=Lane, report=self.report,
-                                     emit=self._emit, request_start=self.start_time)
+                                     emit=self._emit, request_start=self.start_time,
+                                     heartbeats=self.reporter.heartbeats)
         self.attempt = attempt
         self.report.attempts.append(attempt.record)
         self._first = []

@@ -11,7 +11,10 @@ offers both):
 - :class:`SendsInContext` -- ``send_context()``: a context manager the inner send of every
   attempt runs in (the telemetry hook suppresses the HTTP client instrumentations there);
 - :class:`EmitsTelemetry` -- ``emits_telemetry = True``: a hook that emits telemetry, beside which
-  the transport adds no default telemetry hook.
+  the transport adds no default telemetry hook;
+- :class:`TakesHeartbeats` -- ``takes_heartbeats(report)``: false when the hook has no use for a
+  request's :class:`Heartbeats` (the telemetry hook with no SDK behind it). Asked once per request
+  (again if the hooks change); a request whose hooks all decline makes no ``Heartbeats`` events.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = [
     "RetryScheduled",
     "SemanticNotice",
     "SendsInContext",
+    "TakesHeartbeats",
     "Verdict",
 ]
 
@@ -207,3 +211,12 @@ class EmitsTelemetry(Protocol):
     added beside it."""
 
     emits_telemetry: bool
+
+
+@runtime_checkable
+class TakesHeartbeats(Protocol):
+    """A hook that says, per request, whether it takes the request's :class:`Heartbeats` (one a
+    read that carried heartbeat frames: the most frequent event). A hook without the method takes
+    them all; one that answers false is not called with them for that request."""
+
+    def takes_heartbeats(self, report: RequestReport, /) -> bool: ...

@@ -23,7 +23,7 @@ from . import errors as E
 from .attempt import Attempt
 from .capture import TimingCapture
 from .commands import Fail
-from .events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Hook, RequestEnded
+from .events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Heartbeats, Hook, RequestEnded
 from .memory import CadenceMemory
 from .outcome import AttemptOutcome, Phase, RequestReport, StopReason
 from .providers import semconv_provider
@@ -56,8 +56,8 @@ __all__ = [
 class Reporter:
     """The ending sequence of one request and its attempts (see the module docstring)."""
 
-    __slots__ = ("body_size", "cadence", "canary", "hook_errors", "hooks", "host", "on_hook_error", "published",
-                 "report", "start_time")
+    __slots__ = ("_beat_hooks", "body_size", "cadence", "canary", "hook_errors", "hooks", "host", "on_hook_error",
+                 "published", "report", "start_time")
 
     def __init__(self, report: RequestReport, start_time: float, hooks: tuple[Hook, ...],
                  on_hook_error: Callable[[Hook, Exception], None] | None, cadence: CadenceMemory | None,
@@ -73,6 +73,8 @@ class Reporter:
         self.canary = canary
         self.body_size = body_size
         self.published: dict[str, Any] = {}
+        #: (the hooks, those of them that take this request's Heartbeats), asked at the first heartbeat
+        self._beat_hooks: tuple[tuple[Hook, ...], tuple[Hook, ...]] | None = None
         self.publish()
 
     @classmethod
@@ -87,13 +89,41 @@ class Reporter:
         return cls(report, start_time, hooks, on_hook_error, cadence, facts.host, canary, facts.body_size)
 
     def emit(self, event: Event) -> None:
-        for hook in self.hooks:
+        self._emit_to(self.hooks, event)
+
+    def heartbeats(self, attempt: int, at: float, count: int, total: int) -> None:
+        """``count`` heartbeat frames of one read of attempt ``attempt`` (``total`` in it so far),
+        ``at`` seconds into the request: a :class:`~.events.Heartbeats` to the hooks that take this
+        request's (:class:`~.events.TakesHeartbeats`, asked once, and again if the hooks change) --
+        and none made when no hook does."""
+        hooks = self.hooks
+        taking = self._beat_hooks
+        if taking is None or taking[0] is not hooks:
+            taking = self._beat_hooks = (hooks, tuple(hook for hook in hooks if self._takes_heartbeats(hook)))
+        if taking[1]:
+            self._emit_to(taking[1], Heartbeats(self.report, attempt, at, count, total))
+
+    def _takes_heartbeats(self, hook: Hook) -> bool:
+        takes = getattr(hook, "takes_heartbeats", None)
+        if takes is None:
+            return True
+        try:
+            return bool(takes(self.report))
+        except Exception as exc:  # noqa: BLE001 - counted as a hook's error; the hook gets them all
+            self._hook_failed(hook, exc)
+            return True
+
+    def _emit_to(self, hooks: tuple[Hook, ...], event: Event) -> None:
+        for hook in hooks:
             try:
                 hook(event)
             except Exception as exc:  # noqa: BLE001 - a hook must never change what the application receives
-                self.hook_errors += 1
-                if self.on_hook_error is not None:
-                    self.on_hook_error(hook, exc)
+                self._hook_failed(hook, exc)
+
+    def _hook_failed(self, hook: Hook, exc: Exception) -> None:
+        self.hook_errors += 1
+        if self.on_hook_error is not None:
+            self.on_hook_error(hook, exc)
 
     def publish(self) -> None:
         """Refresh :attr:`published` in place (the caller holds a reference to it)."""

@@ -269,6 +269,11 @@ class TelemetryHook:
         at the headers, before the SSE body, and duplicate the attempt span."""
         return _SuppressHTTP()
 
+    def takes_heartbeats(self, report: RequestReport) -> bool:
+        """A request's heartbeats are counted and become span events only while an SDK is behind
+        the hook (``TakesHeartbeats``): dormant, a request's are not made at all."""
+        return not self._state(report).dormant
+
     def _dormant(self) -> bool:
         """No SDK behind this hook: it uses the global providers and neither is set (until one is,
         the API's tracer and meter behind them are its no-op ones)."""
