@@ -37,7 +37,7 @@ from . import errors as E
 from .capture import new_capture
 from .clocks import TOLERANCE, AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .encoding import Decoder, UnsupportedEncoding, decoder_for
-from .events import CaptureItem, Event, Heartbeats, RetryScheduled, SemanticNotice, Verdict
+from .events import CaptureItem, Event, RetryScheduled, SemanticNotice, Verdict
 from .framing import Framer, SSEFramer, framer_for
 from .lane import LaneLike
 from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, RequestReport
@@ -72,9 +72,10 @@ class Attempt:
     The enforcing strategy (shadow mode's is :class:`ShadowAttempt`). ``lane_class`` the steady lane's class the
     engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
     references in :attr:`prefix`. ``report``, ``emit`` and ``request_start`` are the request's
-    report, its hooks and its start: a read's heartbeats and in-band error frame are emitted here
-    (:class:`~.events.Heartbeats`, :class:`~.events.Verdict`), as they are found, and so are the
-    attempt's notices, a probed error object's verdict and its retry.
+    report, its hooks and its start: a read's in-band error frame is emitted here
+    (:class:`~.events.Verdict`) as it is found, and so are the attempt's notices, a probed error
+    object's verdict and its retry; a read's heartbeats go to ``heartbeats`` (the Reporter's: a
+    :class:`~.events.Heartbeats` for the hooks that take them).
     """
 
     __slots__ = (
@@ -116,13 +117,13 @@ class Attempt:
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
                  *, streaming: bool, lane_class: Callable[..., Any],
                  report: RequestReport, emit: Callable[[Event], None], request_start: float,
-                 heartbeats: Callable[[int, float, int, int], None] | None = None) -> None:
+                 heartbeats: Callable[[int, float, int, int], None]) -> None:
         self.index = index
         # The request's report and its hooks (the Reporter's emit: no reference back to the engine,
         # so that an engine and its attempts are freed by reference counting, without a cycle).
         self.report = report
         self.emit = emit
-        #: The Reporter's ``heartbeats`` (the hooks that take them), else a Heartbeats to ``emit``.
+        #: The Reporter's ``heartbeats``: a read's Heartbeats, for the hooks that take them.
         self.heartbeats = heartbeats
         self.request_start = request_start
         self.record = AttemptRecord(index=index, started=started)
@@ -256,11 +257,7 @@ class Attempt:
 
     def _heartbeats(self, now: float, count: int, total: int) -> None:
         """``count`` heartbeats of a read at ``now`` (``total`` of the attempt's so far): announced."""
-        heartbeats = self.heartbeats
-        if heartbeats is None:
-            self.emit(Heartbeats(self.report, self.index, now - self.request_start, count, total))
-        else:
-            heartbeats(self.index, now - self.request_start, count, total)
+        self.heartbeats(self.index, now - self.request_start, count, total)
 
     def arm_lane(self) -> None:
         """Open the steady lane for the reads that follow while the attempt is a live stream
