@@ -553,11 +553,19 @@ def test_a_dormant_request_logs_in_the_trace_context_it_started_in(provider) -> 
     assert seen["dormant"] == seen["awake"] == [7 << 64 | 1]
 
 
-def test_the_send_context_suppresses_http_instrumentation_as_the_helper_does() -> None:
+@pytest.mark.parametrize("key", ["api", "absent"])
+def test_the_send_context_suppresses_http_instrumentation_as_the_helper_does(
+        monkeypatch: pytest.MonkeyPatch, key: str) -> None:
     """The hook's send context sets the key opentelemetry-instrumentation's own reader checks,
-    only while it is entered, and restores the context on an error too."""
+    only while it is entered, and restores the context on an error too -- through the helper
+    itself when the API does not name the key."""
     from opentelemetry.instrumentation.utils import is_http_instrumentation_enabled
 
+    from otel_liveness.telemetry import _hook
+
+    if key == "absent":
+        monkeypatch.setattr(_hook, "_SUPPRESS_KEY", None)
+    assert isinstance(TelemetryHook.send_context(), _hook._SuppressHTTP) is (key == "api")
     assert is_http_instrumentation_enabled()
     with TelemetryHook.send_context():
         assert not is_http_instrumentation_enabled()

@@ -6,7 +6,7 @@ counted, never allowed to change what the application receives. None of these ca
 completion content.
 
 What else a hook may offer, each a declared protocol the transport checks for (the telemetry hook
-offers both):
+offers all three):
 
 - :class:`SendsInContext` -- ``send_context()``: a context manager the inner send of every
   attempt runs in (the telemetry hook suppresses the HTTP client instrumentations there);

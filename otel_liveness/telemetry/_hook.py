@@ -5,6 +5,7 @@ one event per read, already counted."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -58,8 +59,9 @@ _GLOBALS_KNOWN = hasattr(trace, "_TRACER_PROVIDER") and hasattr(_metrics_globals
 #: The context key the HTTP client instrumentations read (``is_http_instrumentation_enabled``):
 #: opentelemetry-instrumentation's ``suppress_http_instrumentation()`` sets it; so does
 #: :class:`_SuppressHTTP`, without that helper's two generator-based context managers on every
-#: request. ``tests/test_telemetry.py`` checks the helper's reader sees it set.
-_SUPPRESS_KEY = otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY
+#: request. ``tests/test_telemetry.py`` checks the helper's reader sees it set. A private name of
+#: the API: an API without it gets the helper itself (or, without the helper, nothing suppressed).
+_SUPPRESS_KEY: str | None = getattr(otel_context, "_SUPPRESS_HTTP_INSTRUMENTATION_KEY", None)
 
 
 class _SuppressHTTP:
@@ -69,10 +71,21 @@ class _SuppressHTTP:
     __slots__ = ("_token",)
 
     def __enter__(self) -> None:
-        self._token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True))
+        self._token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True))  # type: ignore[arg-type]
 
     def __exit__(self, *exc: object) -> None:
         otel_context.detach(self._token)
+
+
+def _suppressing() -> Any:
+    """The send context: :class:`_SuppressHTTP` where the API names its key, else the helper."""
+    if _SUPPRESS_KEY is not None:
+        return _SuppressHTTP()
+    try:
+        from opentelemetry.instrumentation.utils import suppress_http_instrumentation
+    except ImportError:  # pragma: no cover - neither the key nor the helper: nothing reads it either
+        return contextlib.nullcontext()
+    return suppress_http_instrumentation()
 
 
 def _recorder_drops(options: Any) -> Iterable[metrics.Observation]:
@@ -267,7 +280,7 @@ class TelemetryHook:
     def send_context() -> Any:
         """Suppress the HTTP client instrumentations around the inner send: their span would end
         at the headers, before the SSE body, and duplicate the attempt span."""
-        return _SuppressHTTP()
+        return _suppressing()
 
     def takes_heartbeats(self, report: RequestReport) -> bool:
         """A request's heartbeats are counted and become span events only while an SDK is behind
