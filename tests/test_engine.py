@@ -304,26 +304,44 @@ def test_content_then_silence_is_a_truncation_with_the_exact_prefix() -> None:
     assert out.report["stop_reason"] == "truncated" and out.outcomes == ["truncated"]
 
 
-def test_in_band_error_after_content_releases_what_came_before_it() -> None:
+def relayed(out: Outcome, error: str) -> None:
+    """``out`` ended as the provider ended it: its error frame after content passed on as sent,
+    no typed error of ours, the report saying how it ended."""
+    assert out.error is None
+    assert (out.report["stop_reason"], out.report["cause"]) == ("truncated", f"error_event:{error}")
+    attempt = out.report["attempts"][-1]
+    assert (attempt["outcome"], attempt["error_type"], attempt["committed"]) == ("provider_error", error, True)
+    assert len(out.report["attempts"]) == 1
+
+
+def test_in_band_error_after_content_is_the_providers_answer_passed_on_as_sent() -> None:
     chunk = delta("lo") + anthropic_error("overloaded_error")  # content and the error in one read
-    out = drive([[*stream(REPLY[:3], eof=False), ("data", 0.5, chunk), ("silence",)]])
-    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
-    assert out.error.kind == "error_event"  # type: ignore[union-attr]
-    assert out.body == b"".join(REPLY[:3]) + delta("lo")
+    out = drive([[*stream(REPLY[:3], eof=False), ("data", 0.5, chunk), ("eof", 0.6)]])
+    relayed(out, "overloaded_error")
+    assert out.body == b"".join(REPLY[:3]) + chunk
 
 
-def test_an_error_frame_split_across_reads_releases_none_of_its_second_part() -> None:
+def test_an_error_frame_split_across_reads_reaches_the_caller_whole() -> None:
     error = anthropic_error("overloaded_error")
     out = drive([[*stream(REPLY[:3], eof=False), ("data", 0.5, delta("lo") + error[:10]), ("data", 0.6, error[10:]),
-                  ("silence",)]])
-    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
-    # The first read could not know its tail was an error frame; nothing after it is released.
-    assert out.body == b"".join(REPLY[:3]) + delta("lo") + error[:10]
+                  ("eof", 0.7)]])
+    relayed(out, "overloaded_error")
+    assert out.body == b"".join(REPLY[:3]) + delta("lo") + error
 
 
-def test_content_and_error_in_the_first_read_reach_the_caller_then_the_truncation() -> None:
-    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a") + anthropic_error("api_error"))]])
-    assert error_type(out) is E.StreamTruncated and out.body == START + BLOCK + delta("a")
+def test_after_a_relayed_error_the_rest_of_the_body_passes_as_it_comes() -> None:
+    error = anthropic_error("overloaded_error")
+    out = drive([[*stream(REPLY[:3], eof=False), ("data", 0.5, error), ("data", 0.6, b": after\n\n"),
+                  ("eof", 0.7)]])
+    relayed(out, "overloaded_error")
+    assert out.body == b"".join(REPLY[:3]) + error + b": after\n\n"
+
+
+def test_content_and_error_in_the_first_read_reach_the_caller_as_sent() -> None:
+    chunk = START + BLOCK + delta("a") + anthropic_error("api_error")
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, chunk), ("eof", 0.2)]])
+    relayed(out, "api_error")
+    assert out.body == chunk
 
 
 def test_wall_budget_stops_and_reports_the_budget() -> None:
@@ -392,12 +410,12 @@ def test_eof_with_held_bytes_of_a_wire_format_that_ends_at_eof_completes() -> No
 
 def test_an_error_frame_in_the_same_read_as_the_first_content_after_held_bytes() -> None:
     # message_start and a ping held, then one read with content and an in-band error: the held
-    # bytes and the content before the error frame are released, then the truncation.
+    # bytes and the whole read are released -- the provider's answer, as sent.
     chunk = BLOCK + delta("a") + anthropic_error("overloaded_error") + delta("never")
-    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START), ("data", 0.2, PING), ("data", 0.3, chunk)]])
-    assert error_type(out) is E.StreamTruncated and field_of(out, "cause") == "error_event:overloaded_error"
-    assert out.body == START + PING + BLOCK + delta("a") == field_of(out, "prefix")
-    assert field_of(out, "partial")["content"][0]["text"] == "a"
+    out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START), ("data", 0.2, PING), ("data", 0.3, chunk),
+                  ("eof", 0.4)]])
+    relayed(out, "overloaded_error")
+    assert out.body == START + PING + chunk
 
 
 def test_an_error_frame_before_any_content_in_one_read_is_retried_with_nothing_released() -> None:
@@ -995,7 +1013,7 @@ def test_shadow_mode_content_before_an_error_in_one_read_is_committed() -> None:
     out = drive([[("headers", 0.0, 200, SSE), ("data", 0.1, START + BLOCK + delta("a") + anthropic_error("api_error")),
                   ("eof", 0.2)]], POLICY.replace(shadow=True))
     assert out.error is None and out.report["attempts"][0]["committed"] is True
-    assert out.outcomes == ["truncated"]
+    assert out.outcomes == ["provider_error"] and out.report["stop_reason"] == "truncated"
 
 
 def test_the_socket_read_timeout_never_outlasts_the_wall_budget() -> None:
@@ -1292,7 +1310,7 @@ def test_an_engine_and_its_attempts_are_freed_without_the_cycle_collector() -> N
         engine.start(0.0)
         engine.headers(0.1, 200, SSE)
         engine.received(0.2, START + BLOCK + PING + delta("a"))
-        engine.received(0.3, anthropic_error("overloaded_error"))  # an in-band error: a truncation
+        engine.received(0.3, anthropic_error("overloaded_error"))  # an in-band error: the provider's answer
         assert len(alive() - before) == 3  # the engine, its attempt, its reporter
         del engine
         assert alive() - before == set()

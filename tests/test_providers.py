@@ -48,7 +48,8 @@ ANTHROPIC = b"".join(
 
 def test_anthropic_messages() -> None:
     kinds, facts = classify("anthropic", ANTHROPIC)
-    assert kinds == [P, H, H, S, S, S, S, S, S, S, U, E]
+    assert kinds == [P, H, H, S, S, S, S, S, S, S, S, E]  # some_future_event: not recognised, taken for content
+    assert facts.unrecognised == 1
     assert (facts.response_id, facts.model, facts.stop_reason) == ("msg_01X", "claude-opus-4-5", "tool_use")
     assert facts.usage == {"input_tokens": 42, "output_tokens": 99}
 

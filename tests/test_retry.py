@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from otel_liveness.core.outcome import DelaySource, Phase, RetryReason
+from otel_liveness.core.outcome import AttemptOutcome, DelaySource, Phase, RetryReason
 from otel_liveness.core.policy import Policy
 from otel_liveness.core.retry import (
     Failure,
     FailureKind,
     GiveUp,
     Reject,
+    Relay,
     Retry,
     RetryState,
     Truncate,
+    attempt_outcome,
     backoff,
     decide,
     retry_after,
@@ -79,11 +81,20 @@ def test_rejections_are_never_retried(failure: Failure) -> None:
 
 
 @pytest.mark.parametrize(
-    "kind", [FailureKind.RAW_SILENCE, FailureKind.ERROR_EVENT, FailureKind.READ_ERROR, FailureKind.EOF]
+    "kind", [FailureKind.RAW_SILENCE, FailureKind.READ_ERROR, FailureKind.EOF, FailureKind.SEMANTIC_TIMEOUT]
 )
-def test_after_content_is_a_truncation(kind: FailureKind) -> None:
+def test_a_stream_that_died_after_content_is_a_truncation(kind: FailureKind) -> None:
     failure = Failure(kind, phase=Phase.STREAMING, committed=True, error_type="overloaded_error")
     assert d(failure) == Truncate(failure.cause)
+    assert attempt_outcome(failure) is AttemptOutcome.TRUNCATED
+
+
+@pytest.mark.parametrize("error_type", ["overloaded_error", "invalid_request_error", "rate_limit_error", None])
+def test_an_error_frame_after_content_is_the_providers_answer_relayed(error_type: str | None) -> None:
+    # retryable or not, before the budget or after: after content the provider's error is its answer
+    failure = Failure(FailureKind.ERROR_EVENT, phase=Phase.STREAMING, committed=True, error_type=error_type)
+    assert d(failure) == Relay(f"error_event:{error_type or 'unknown'}")
+    assert attempt_outcome(failure) is AttemptOutcome.PROVIDER_ERROR
 
 
 def test_rate_limit_is_the_patient_tier_with_its_own_budget() -> None:

@@ -195,14 +195,19 @@ def test_truncation_after_content_carries_the_exact_prefix_bytes(kind, provider)
     assert provider.attempts("stall") == 1 and call.ended() == ["truncated"] and call.stop_reason() == "truncated"
 
 
-def test_in_band_error_after_content_is_a_truncation_before_the_error_frame(kind, provider) -> None:  # type: ignore[no-untyped-def]
+def test_in_band_error_after_content_is_the_sdks_own_error(kind, provider) -> None:  # type: ignore[no-untyped-def]
+    # The provider's error frame after content reaches the SDK as sent: it raises its own error with
+    # the provider's type and message, exactly as without the transport; the report says how it ended.
     sent = [s.Headers(), *anthropic_reply("abcdef", deltas=3, error_after=2)]
     url = provider.add("late-error", [sent])
     call = sdk(kind, url)
-    error = call.liveness
-    assert isinstance(error, StreamTruncated) and error.error_type == "overloaded_error"
-    assert error.prefix == raw(sent)[: raw(sent).index(b"event: error")]  # up to, not including, the error frame
+    assert call.liveness is None
+    assert isinstance(call.error, anthropic.APIStatusError) and not isinstance(call.error, anthropic.APIConnectionError)
+    assert call.error.body["error"]["type"] == "overloaded_error"  # type: ignore[index]
+    report = otel_liveness.liveness_report(call.error)
+    assert report is not None and (report["stop_reason"], report["cause"]) == ("truncated", "error_event:overloaded_error")
     assert call.text == "abcd" and provider.attempts("late-error") == 1
+    assert call.ended() == ["provider_error"]
 
 
 # -- 5xx, 529, in-band overload before content: retried ------------------------------------------------

@@ -242,14 +242,16 @@ def test_stall_after_content_is_a_truncation_with_the_exact_prefix(variant, prov
     wait_idle(provider)
 
 
-def test_in_band_error_after_content_is_a_truncation(variant, provider) -> None:  # type: ignore[no-untyped-def]
-    url = provider.add("late-error", [[s.Headers(), *anthropic_reply("abcd", deltas=4, error_after=2)]])
+def test_in_band_error_after_content_reaches_the_reader_as_sent(variant, provider) -> None:  # type: ignore[no-untyped-def]
+    sent = [s.Headers(), *anthropic_reply("abcd", deltas=4, error_after=2)]
+    url = provider.add("late-error", [sent])
     result = run(variant, FAST, url + URL)
-    exc = result.error
-    assert isinstance(exc, StreamTruncated) and exc.error_type == "overloaded_error"
-    assert b"event: error" not in result.body and exc.prefix == result.body
-    assert exc.partial["content"][0]["text"] == "ab"
-    assert provider.attempts("late-error") == 1
+    # The provider's answer, not a stream that died: every byte as sent, the error frame included.
+    assert result.error is None and result.body == b"".join(x.data for x in sent if isinstance(x, s.Raw))
+    assert b"event: error" in result.body
+    assert result.report is not None
+    assert (result.report["stop_reason"], result.report["cause"]) == ("truncated", "error_event:overloaded_error")
+    assert outcomes(result) == ["provider_error"] and provider.attempts("late-error") == 1
 
 
 def test_wall_budget_stops_and_reports_the_budget(variant, provider) -> None:  # type: ignore[no-untyped-def]

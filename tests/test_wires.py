@@ -266,19 +266,23 @@ def test_openrouter_processing_comments_are_heartbeats(provider: Any) -> None:
     assert result.report["attempts"][0]["heartbeats"] == 5 and result.report["provider_name"] == "openrouter"
 
 
-def test_openrouter_mid_stream_error_after_content_is_a_truncation(provider: Any) -> None:
+def test_openrouter_mid_stream_error_after_content_is_the_sdks_api_error(provider: Any) -> None:
     url = provider.add("or-err", [[s.Headers(), *openrouter_reply("abcdef", deltas=3, error_after=2)]])
     transport = otel_liveness.wrap(httpx2.HTTPTransport(), OPENROUTER)
     with openai.OpenAI(base_url=url + "/api/v1", api_key="sk-or-test", max_retries=0,
                        http_client=httpx2.Client(transport=transport)) as client:
         stream = client.chat.completions.create(model="openrouter/sim-1", messages=MESSAGES, stream=True)
         text = ""
-        with pytest.raises(Exception) as caught:
+        with pytest.raises(openai.APIError) as caught:
             for chunk in stream:
                 if chunk.choices:
                     text += chunk.choices[0].delta.content or ""
-    error = otel_liveness.liveness_error(caught.value)
-    assert isinstance(error, StreamTruncated) and error.cause.startswith("error_event:")
+    # the provider's own error, with its message -- not a connection error of ours
+    assert not isinstance(caught.value, openai.APIConnectionError)
+    assert otel_liveness.liveness_error(caught.value) is None
+    assert "Provider returned error" in caught.value.message
+    report = otel_liveness.liveness_report(caught.value)
+    assert report is not None and report["stop_reason"] == "truncated" and report["cause"].startswith("error_event:")
     assert text == "abcd" and provider.attempts("or-err") == 1
 
 

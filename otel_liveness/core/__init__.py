@@ -36,7 +36,7 @@ from .outcome import (
 from .policy import Policy
 from .providers import PROFILES, ProviderProfile, StreamFacts, profile_for, select_provider
 from .request import RequestFacts
-from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, Truncate, backoff, decide, retry_after
+from .retry import Failure, FailureKind, GiveUp, Reject, Relay, Retry, RetryState, Truncate, backoff, decide, retry_after
 from .sse import COMMENT, Frame, SSEScanner
 from .state import INPUTS, TRANSITIONS, State
 
@@ -76,6 +76,7 @@ __all__ = [
     "RawSilenceExpired",
     "Read",
     "Reject",
+    "Relay",
     "Release",
     "RequestFacts",
     "RequestReport",

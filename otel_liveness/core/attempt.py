@@ -453,18 +453,24 @@ class Attempt:
         but lack the closing blank line is dispatched (as the SDKs read it); a cut line is not.
         Answers the bytes to release."""
         data = b""
+        framer = self.framer
         if self.decoder is not None:
             data = self.decoder.flush()
-        kinds = self.framer.feed(data) if data else []
-        kinds += self.framer.close()
+        kinds = framer.feed(data) if data else []
+        boundary = framer.idle  # no frame in progress: the body ended between frames
+        last = framer.close()
+        boundary = boundary or bool(last)  # (or its last frame's lines all ended: dispatched)
+        kinds += last
         release = b""
         if kinds:
             release = self._judge(now, b"", data, kinds)
         if self.error is not None:
             return release
-        if not self.done and self.framer.facts.stop_reason is not None and self.committed:
+        if not self.done and framer.facts.stop_reason is not None and self.committed:
             self.finish(Completion.FINISH_THEN_EOF)
-        if not self.done and eof_is_end:
+        if not self.done and (eof_is_end or (boundary and self.committed and framer.facts.unrecognised)):
+            # Failing open: a wire that showed frames the profile does not know may end as it
+            # pleases -- a clean end after them is the reply's end, never a stream that died.
             self.finish(Completion.EOF)
         if self.done and not self.committed:
             release = self.release_held(b"", b"")
@@ -632,35 +638,28 @@ class Attempt:
 
     def error_failure(self, kinds: list[FrameKind]) -> tuple[Failure, bool]:
         """The failure an in-band error frame in a read of ``kinds`` is, and whether content came
-        before it in the read."""
+        before it in the read (then the error comes after content: the provider's answer)."""
         first_error = kinds.index(_ERROR)
         content_first = _SEMANTIC in kinds[:first_error] or _END in kinds[:first_error]
-        committed = self.committed or (content_first and self.decoder is None)
-        return Failure(FailureKind.ERROR_EVENT, self.clock.phase, committed,
+        return Failure(FailureKind.ERROR_EVENT, self.clock.phase, self.committed or content_first,
                        error_type=self.framer.facts.error_type), content_first
 
     def error_frame(self, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> tuple[Failure, bytes]:
         """An in-band error frame in this read: the failure (kept as :attr:`error`) and the bytes
-        to release -- the content before it (in earlier reads or this one); the error frame and
-        anything after it are not. An encoded read cannot be split, so none of it is released."""
+        to release. Before content the read is held (the attempt is retried -- or, if not, given
+        to the caller as it came: the engine releases what is held, this read included). After
+        content the error is the provider's answer: the read goes to the caller as sent, the
+        error frame included, so that the SDK raises its own error with the provider's type,
+        code and message."""
         failure, _ = self.error_failure(kinds)
         self.error = failure
-        committed = failure.committed
-        splittable = self.decoder is None
-        if not committed:
-            # pre-content: the attempt is retried -- or, if not, given to the caller as it came
-            # (the engine releases what is held, this read included)
+        if not failure.committed:
             self.held.append(chunk)
             self.held_bytes += len(chunk)
             return failure, b""
-        if not splittable:
-            self.framer.retract()  # nothing of this read was released: nor is its content partial
-            return failure, b""
-        head = chunk[: self.framer.error_offset(chunk)]
         if not self.committed:
-            self.commit()
-            head = self.take_held() + head
-        return failure, self.release(head, head)
+            return failure, self.release_held(chunk, data)
+        return failure, self.release(chunk, data)
 
 
 class ShadowAttempt(Attempt):

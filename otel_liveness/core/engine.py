@@ -48,7 +48,19 @@ from .outcome import AttemptOutcome, StopReason
 from .policy import Policy
 from .providers import profile_for, response_profile, semconv_provider
 from .request import RequestFacts
-from .retry import Failure, FailureKind, GiveUp, Reject, Retry, RetryState, attempt_outcome, failure_kind, settle, verdict_outcome
+from .retry import (
+    Failure,
+    FailureKind,
+    GiveUp,
+    Reject,
+    Relay,
+    Retry,
+    RetryState,
+    attempt_outcome,
+    failure_kind,
+    settle,
+    verdict_outcome,
+)
 from .state import TRANSITIONS, IOFailure, State, input_method
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]
@@ -460,7 +472,8 @@ class Engine:
                 return self._respond(passthrough=True)
             if exc is not None:
                 return Reraise(exc)
-            return COMPLETE  # the body ended as it came (EOF): reported as observed
+            # the body goes on as it comes (an error frame), or it ended as it came (EOF): reported as observed
+            return COMPLETE if at_eof else READ
         if status_response and (self.facts.statuses_above or self.facts.once or not self.policy.retry_statuses):
             # An SDK component above recovers from this status itself (its refusal-fallback
             # middleware's requests; every request with retry_statuses off), or the request must
@@ -498,6 +511,12 @@ class Engine:
             self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
             self._first = [attempt.take_held()]
             return self._respond(then=COMPLETE if at_eof else READ)
+        if isinstance(decision, Relay):
+            # The provider's error frame after content: its answer, passed on as sent (the read
+            # that carried it was released whole; what follows goes on as it comes, the request
+            # over) -- the SDK raises its own error from it. Not a truncation: nothing died.
+            self._conclude(now, outcome, error_type, StopReason.TRUNCATED, failure.cause)
+            return COMPLETE if at_eof else READ
         if not isinstance(decision, (GiveUp, Reject)):  # Truncate: content was released
             self._conclude(now, AttemptOutcome.TRUNCATED, error_type, StopReason.TRUNCATED, failure.cause)
             return R.truncation(attempt, failure, len(self.report.attempts), exc)
@@ -532,7 +551,7 @@ class Engine:
             self.exhausted.put(self.facts.key, fail, now)
         return fail
 
-    def _answer(self, before: State, release: bytes, command: Command) -> Command:
+    def _answer(self, before: State, release: bytes, command: Command) -> Command | bytes:
         """``command`` after ``release``, for an input that began in state ``before``: in the
         body, a :class:`Release` when there are bytes; before the response, the bytes join its
         first bytes, and a failure or the end after released content becomes the response, whose
@@ -540,9 +559,11 @@ class Engine:
         if before is _HOLDING:
             if release:
                 self._first.append(release)
-            if isinstance(command, Complete) or (isinstance(command, Fail) and self._first):
+            if isinstance(command, Complete) or (isinstance(command, (Fail, Read)) and self._first):
                 return self._respond(then=command)
             return command
+        if isinstance(command, Read):  # the body goes on: the bytes now
+            return release
         if release and isinstance(command, (Fail, Reraise, Complete)):
             return Release(release, command)
         return command

@@ -234,7 +234,9 @@ def liveness_report(exc: BaseException | None) -> dict[str, Any] | None:
     """The outcome report of the request behind ``exc``, whatever raised it -- the one public way to
     learn how the transport ended a request that failed: from our typed error (its ``report``), or
     from an SDK's status error whose response the transport passed up (a status or an in-band
-    error the budget did not retry, or the last of a spent budget: ``exc.response.extensions``).
+    error the budget did not retry, or the last of a spent budget: ``exc.response.extensions``),
+    or from an SDK's error raised from a provider's error frame after content (the request's
+    extensions too: the openai SDK's ``APIError`` carries only the request).
     ``report["stop_reason"]`` says why it ended (``exhausted``, ``rate_limited``, ``retry_budget``,
     ``rejected``, ``truncated``, ``wall_budget``...), ``report["cause"]`` the last failure, and
     ``report["attempts"]`` each attempt. ``None`` when no transport judged the request::
@@ -248,11 +250,11 @@ def liveness_report(exc: BaseException | None) -> dict[str, Any] | None:
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, LivenessError) and exc.report is not None:
             return exc.report
-        response = getattr(exc, "response", None)
-        extensions = getattr(response, "extensions", None)
-        if isinstance(extensions, dict) and isinstance(extensions.get("liveness"), dict):
-            report: dict[str, Any] = extensions["liveness"]
-            return report
+        for carrier in (getattr(exc, "response", None), getattr(exc, "request", None)):
+            extensions = getattr(carrier, "extensions", None)
+            if isinstance(extensions, dict) and isinstance(extensions.get("liveness"), dict):
+                report: dict[str, Any] = extensions["liveness"]
+                return report
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return None

@@ -26,7 +26,7 @@ from .eventstream import EventStreamScanner
 from .journal import JOURNAL_CLIPPED, replay_journal
 from .outcome import FrameKind
 from .providers import PREFIX, ProviderProfile, StreamFacts
-from .sse import COMMENT, Frame, SSEScanner, parse_block
+from .sse import COMMENT, Frame
 
 __all__ = ["EventStreamFramer", "Framer", "SSEFramer", "framer_for"]
 
@@ -45,11 +45,7 @@ class Framer(Protocol):
     @property
     def idle(self) -> bool: ...
 
-    def error_offset(self, chunk: bytes) -> int: ...
-
     def partial(self, prefix: bytes) -> dict[str, Any] | None: ...
-
-    def retract(self) -> None: ...
 
     def hold(self, on: bool) -> None: ...
 
@@ -103,22 +99,6 @@ class SSEFramer:
     def idle(self) -> bool:
         return self.scanner.idle
 
-    def error_offset(self, chunk: bytes) -> int:
-        """Where the first error frame starts in the raw ``chunk`` (0 if it began in an earlier read)."""
-        profile = self.profile
-        frames: list[Any] = []
-        probe = StreamFacts()
-        for block in SSEScanner(1 << 62).feed_blocks(chunk + b"\n\n"):
-            frames.clear()
-            parse_block(block, frames)
-            if any(profile.classify(f, probe) is _ERROR for f in frames):
-                for candidate in (block, block.replace(b"\n", b"\r\n"), block.replace(b"\n", b"\r")):
-                    pos = chunk.find(candidate)
-                    if pos >= 0:
-                        return pos
-                return 0
-        return 0
-
     def partial(self, prefix: bytes) -> dict[str, Any] | None:
         """The partial message (Anthropic wires), from the journal of everything released: the
         whole reply's content, however long ``prefix`` (the raw head a truncation carries) is."""
@@ -127,10 +107,6 @@ class SSEFramer:
         scanner = self.scanner
         scanner.close()  # the attempt is over: a block a held-back CR ended is complete (as decode_partial reads it)
         return replay_journal(scanner.journal(), clipped=scanner.journal_state == JOURNAL_CLIPPED)
-
-    def retract(self) -> None:
-        """The last read was not released after all (an encoded read holding an error)."""
-        self.scanner.retract()
 
     def hold(self, on: bool) -> None:
         """Keep (or stop keeping) the frames that are not heartbeats, for :meth:`replay`."""
@@ -154,55 +130,36 @@ class SSEFramer:
 class EventStreamFramer:
     """``application/vnd.amazon.eventstream`` (:class:`~.eventstream.EventStreamScanner`, CRC-checked;
     a corrupt message is a :class:`~.errors.CorruptFrame`, a malformed stream). On Bedrock the
-    Anthropic events inside ``chunk`` messages are decoded into the partial message as they come
-    (one read behind, so that a read that is not released can be retracted), up to
-    ``max_partial_bytes``."""
+    Anthropic events inside ``chunk`` messages are decoded into the partial message as they come,
+    up to ``max_partial_bytes``, and stop at an error message."""
 
-    __slots__ = ("_fed", "_inner", "_last", "_partial", "_starts", "_stopped", "facts", "profile", "scanner")
+    __slots__ = ("_inner", "_partial", "_stopped", "facts", "profile", "scanner")
 
     def __init__(self, profile: ProviderProfile, max_frame_bytes: int, max_partial_bytes: int = 1 << 20) -> None:
         self.profile = profile
         self.scanner = EventStreamScanner(max_frame_bytes)
         self.facts = StreamFacts()
-        self._fed = 0  # bytes fed before the current read
-        self._starts: list[tuple[int, FrameKind]] = []  # (stream offset, kind) of the last read's messages
         self._partial = PartialMessage(max_partial_bytes)
         self._inner = False  # a chunk message carried an Anthropic event
-        self._last: list[bytes] = []  # the last read's inner events, not yet decoded
-        self._stopped = False  # an error message arrived: nothing after it was released
+        self._stopped = False  # an error message arrived: what follows is not the reply
 
     def feed(self, data: bytes) -> list[FrameKind]:
-        before = self._fed
-        self._fed += len(data)
         classify = self.profile.classify_message
         facts = self.facts
         messages = self.scanner.feed(data)
-        starts = [(m.offset - before, classify(m, facts)) for m in messages]
-        self._starts = starts
-        self._settle()
+        kinds = [classify(m, facts) for m in messages]
         if not self._stopped:
             inner = self.profile.inner_events
-            for message, (_, kind) in zip(messages, starts, strict=True):
+            for message, kind in zip(messages, kinds, strict=True):
                 if kind is _ERROR:
                     self._stopped = True
                     break
                 if kind is FrameKind.PREAMBLE or kind is FrameKind.SEMANTIC:
-                    frame = inner(message)
-                    if frame is not None:
-                        self._last.append(frame)
-        return [kind for _, kind in starts]
-
-    def _settle(self) -> None:
-        """Decode the previous read's inner events into the partial message."""
-        last = self._last
-        if last:
-            frames: list[Frame] = []
-            for event in last:
-                parse_block(event.rstrip(b"\n"), frames)
-            for frame in frames:
-                self._partial.frame(frame.event, frame.data)
-            self._inner = True
-            last.clear()
+                    event = inner(message)
+                    if event is not None:
+                        self._partial.frame(*event)
+                        self._inner = True
+        return kinds
 
     def close(self) -> list[FrameKind]:
         """The end: a message cut short is not corrupt data, only the end of the body before the
@@ -218,21 +175,10 @@ class EventStreamFramer:
     def idle(self) -> bool:
         return self.scanner.pending == 0
 
-    def error_offset(self, chunk: bytes) -> int:
-        """Where the first error message of the last read starts in ``chunk`` (0: an earlier read)."""
-        for start, kind in self._starts:
-            if kind is _ERROR:
-                return max(start, 0)
-        return 0
-
     def partial(self, prefix: bytes) -> dict[str, Any] | None:
         """The Anthropic reply inside the released messages (Bedrock ``chunk`` events), decoded;
         ``None`` when no message carried one."""
-        self._settle()
         return self._partial.snapshot() if self._inner else None
-
-    def retract(self) -> None:
-        self._last.clear()
 
     def hold(self, on: bool) -> None:
         """Held event-stream messages are replayed as they came (no heartbeats to coalesce)."""
@@ -242,7 +188,7 @@ class EventStreamFramer:
 
     @property
     def retained(self) -> int:
-        return self.scanner.pending + self._partial.size + sum(map(len, self._last))
+        return self.scanner.pending + self._partial.size
 
 
 def framer_for(profile: ProviderProfile, max_frame_bytes: int, content_type: str,

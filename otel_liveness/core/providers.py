@@ -93,7 +93,7 @@ _USAGE_KEYS = (
 class StreamFacts:
     """The few facts about a response that telemetry records. Never content."""
 
-    __slots__ = ("error_type", "model", "response_id", "stop_reason", "usage")
+    __slots__ = ("error_type", "model", "response_id", "stop_reason", "unrecognised", "usage")
 
     def __init__(self) -> None:
         self.response_id: str | None = None
@@ -101,6 +101,8 @@ class StreamFacts:
         self.stop_reason: str | None = None
         self.usage: dict[str, int] = {}
         self.error_type: str | None = None
+        #: Frames the profile did not recognise (each taken for content: :meth:`ProviderProfile.classify`).
+        self.unrecognised = 0
 
     def take_usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
@@ -248,15 +250,38 @@ class ProviderProfile:
         per profile: every attempt asks)."""
         return tuple(key for key, kind in self.fast.items() if kind is FrameKind.SEMANTIC)
 
-    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:  # pragma: no cover - abstract
+    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+        """The kind of one SSE frame, failing open: a frame :meth:`recognise` does not positively
+        know as a keep-alive, a preamble, content, an end or an error is the provider producing --
+        content (``SEMANTIC``: released, never held for a retry), counted in
+        :attr:`StreamFacts.unrecognised`. ``UNKNOWN`` never leaves here."""
+        kind = self.recognise(frame, facts)
+        if kind is UNKNOWN:
+            facts.unrecognised += 1
+            return SEMANTIC
+        return kind
+
+    def classify_message(self, message: Message, facts: StreamFacts) -> FrameKind:
+        """The kind of one event-stream message (``framing == "eventstream"`` profiles), failing
+        open as :meth:`classify` does."""
+        kind = self.recognise_message(message, facts)
+        if kind is UNKNOWN:
+            facts.unrecognised += 1
+            return SEMANTIC
+        return kind
+
+    def recognise(self, frame: Frame, facts: StreamFacts) -> FrameKind:  # pragma: no cover - abstract
+        """What the profile knows ``frame`` to be; ``UNKNOWN`` for anything it does not positively
+        recognise (:meth:`classify` takes that for content)."""
         raise NotImplementedError
 
-    def classify_message(self, message: Message, facts: StreamFacts) -> FrameKind:  # pragma: no cover
-        """The kind of one event-stream message (``framing == "eventstream"`` profiles)."""
+    def recognise_message(self, message: Message, facts: StreamFacts) -> FrameKind:  # pragma: no cover
+        """:meth:`recognise` for one event-stream message."""
         raise NotImplementedError
 
-    def inner_events(self, message: Message) -> bytes | None:  # pragma: no cover
-        """An event-stream message's content as the SSE frame it wraps, if it wraps one."""
+    def inner_events(self, message: Message) -> tuple[str, bytes] | None:  # pragma: no cover
+        """An event-stream message's content as the SSE event it wraps (its name and data), if it
+        wraps one."""
         return None
 
     def classify_block(self, block: bytes, facts: StreamFacts) -> list[FrameKind]:
@@ -326,7 +351,7 @@ class AnthropicProfile(ProviderProfile):
         "error": ERROR,
     }
 
-    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+    def recognise(self, frame: Frame, facts: StreamFacts) -> FrameKind:
         kind = self._KINDS.get(frame.event, UNKNOWN)
         if kind is SEMANTIC:
             if frame.event == "message_delta":
@@ -357,13 +382,82 @@ _OPENAI_CONTENT = re.compile(
 _OPENAI_ERROR = re.compile(rb'^\s*\{\s*"error"\s*:')
 _OPENAI_FINISH = re.compile(rb'"finish_reason"\s*:\s*"([a-z_]{1,32})"')
 
+#: The members of a Chat Completions chunk that frame it (ids, usage, the providers' own metadata:
+#: Groq's ``x_groq``, Azure's ``prompt_filter_results``, llama.cpp's ``timings``, Cerebras'
+#: ``time_info``, OpenRouter's ``provider``): a chunk of these alone, with choices that carry
+#: nothing, is positively a preamble (or a usage trailer).
+_CHAT_FRAMING = frozenset(("id", "object", "created", "model", "system_fingerprint", "service_tier", "usage",
+                           "x_groq", "provider", "prompt_filter_results", "timings", "time_info", "obfuscation",
+                           "choices"))
+#: The members of a choice that frame it (Azure's content filter results; vLLM's ``stop_reason``,
+#: OpenRouter's ``native_finish_reason``: null before the end).
+_CHOICE_FRAMING = frozenset(("index", "delta", "logprobs", "finish_reason", "content_filter_results",
+                             "content_filter_offsets", "stop_reason", "native_finish_reason"))
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, list, dict)) and not value)
+
+
+def _chat_framing(payload: Any) -> bool:
+    """Whether a parsed Chat Completions chunk is positively one without content: an object of
+    :data:`_CHAT_FRAMING` members whose choices (none at all: Azure's prompt filter results, a usage
+    trailer) hold a delta of a role and empty values only, and no finish reason."""
+    if not isinstance(payload, dict):
+        return False
+    for key, value in payload.items():
+        if key not in _CHAT_FRAMING and not _empty(value):
+            return False
+    choices = payload.get("choices")
+    if choices is None:
+        return True
+    if not isinstance(choices, list):
+        return False
+    for choice in choices:
+        if not isinstance(choice, dict):
+            return False
+        for key, value in choice.items():
+            if key not in _CHOICE_FRAMING and not _empty(value):
+                return False
+        if not _empty(choice.get("finish_reason")):
+            return False
+        delta = choice.get("delta")
+        if delta is None:
+            continue
+        if not isinstance(delta, dict):
+            return False
+        if any(key != "role" and not _empty(value) for key, value in delta.items()):
+            return False
+    return True
+
+
+def _chat_facts(payload: dict[str, Any], facts: StreamFacts) -> None:
+    """The usage and finish reason of a parsed OpenAI-shaped chunk (Groq's usage is in ``x_groq``;
+    a choice's ``stop_reason`` is the finish reason of DeepSeek and Mistral on Bedrock)."""
+    facts.take_usage(payload.get("usage"))
+    x_groq = payload.get("x_groq")
+    if isinstance(x_groq, dict):
+        facts.take_usage(x_groq.get("usage"))
+    for choice in payload.get("choices") or ():
+        if isinstance(choice, dict):
+            finish = _str(choice.get("finish_reason"), 32) or _str(choice.get("stop_reason"), 32)
+            if finish:
+                facts.stop_reason = finish
+
 
 class OpenAIChatProfile(ProviderProfile):
+    """OpenAI Chat Completions, and the servers that speak it (Groq, DeepSeek, Mistral, xAI,
+    Together, Fireworks, Cerebras, the HuggingFace router, Azure OpenAI, Ollama, vLLM, llama.cpp,
+    LM Studio): a chunk is content when a content member (text, refusal, reasoning -- DeepSeek's
+    ``reasoning_content`` too --, tool calls) is non-empty or it carries a finish reason; a
+    preamble only when it is positively one (:func:`_chat_framing`); anything else is left
+    unrecognised (content, failing open). Usage is read from ``usage`` and Groq's ``x_groq``."""
+
     name = "openai-chat"
     semconv_name = "openai"
     keepalives = False  # wire-silent while reasoning models think
 
-    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+    def recognise(self, frame: Frame, facts: StreamFacts) -> FrameKind:
         if frame.event == COMMENT:
             return HEARTBEAT
         data = frame.data
@@ -372,27 +466,34 @@ class OpenAIChatProfile(ProviderProfile):
         if frame.event == "error" or _OPENAI_ERROR.match(data):
             facts.error_type = _error_type(_json(data))
             return ERROR
+        payload: Any = None
         if facts.response_id is None:
             payload = _json(data)
             if isinstance(payload, dict):
                 facts.response_id = _str(payload.get("id"))
                 facts.model = _str(payload.get("model"))
         if b'"usage":{' in data or b'"usage": {' in data:
-            payload = _json(data)
+            if payload is None:
+                payload = _json(data)
             if isinstance(payload, dict):
-                facts.take_usage(payload.get("usage"))
+                _chat_facts(payload, facts)
         if _OPENAI_CONTENT.search(data):
             finish = _OPENAI_FINISH.search(data)
             if finish:
                 facts.stop_reason = finish.group(1).decode()
             return SEMANTIC
-        return PREAMBLE if not data.strip() or data[:1] == b"{" else UNKNOWN
+        if not data.strip():
+            return PREAMBLE
+        if payload is None:
+            payload = _json(data)
+        return PREAMBLE if _chat_framing(payload) else UNKNOWN
 
 
 class OpenAIResponsesProfile(ProviderProfile):
     """OpenAI Responses: typed events; ``keepalive`` events (``{"type": "keepalive",
     "sequence_number": N}``, about every 30 s while a model reasons) are heartbeats -- whether
-    they come with an ``event:`` line or as a bare ``data:`` frame."""
+    they come with an ``event:`` line or as a bare ``data:`` frame. A background response's
+    stream (``GET /responses/{id}?stream=true``) is the same wire."""
 
     name = "openai-responses"
     keepalives = False  # wire-silent until a keep-alive shows (then the keep-alive bound applies)
@@ -409,7 +510,7 @@ class OpenAIResponsesProfile(ProviderProfile):
         "error": ERROR,
     }
 
-    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+    def recognise(self, frame: Frame, facts: StreamFacts) -> FrameKind:
         event = frame.event
         if event is None and frame.data == b"[DONE]":
             return END  # (OpenAI-compatible servers, and a background request's stream, end so)
@@ -443,27 +544,34 @@ class OpenRouterProfile(OpenAIChatProfile):
     keepalives = True
     semconv_name = "openrouter"
 
-    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+    def recognise(self, frame: Frame, facts: StreamFacts) -> FrameKind:
         data = frame.data
         if frame.event != COMMENT and (b'"finish_reason":"error"' in data or b'"finish_reason": "error"' in data):
             facts.error_type = _error_type(_json(data))
             if facts.error_type == "unknown":
                 facts.error_type = "server_error"  # a provider failure mid-stream (OpenRouter's own code)
+            facts.stop_reason = "error"
             return ERROR
-        return super().classify(frame, facts)
+        return super().recognise(frame, facts)
+
+
+#: The members of a Gemini chunk that frame it, and of a candidate with no parts and no finish.
+_GEMINI_FRAMING = frozenset(("candidates", "usageMetadata", "modelVersion", "responseId", "createTime"))
+_CANDIDATE_FRAMING = frozenset(("content", "index", "safetyRatings"))
 
 
 class GeminiProfile(ProviderProfile):
     """Gemini ``:streamGenerateContent?alt=sse`` (the Gemini API and Gemini on Vertex AI): bare
     ``data:`` JSON chunks whose ``candidates[].content.parts`` hold text, thoughts and function
     calls, the last with a ``finishReason``; no end frame, no keep-alive (silent while thinking);
-    errors as ``data: {"error": {...}}``."""
+    errors as ``data: {"error": {...}}``; a blocked prompt as ``promptFeedback.blockReason`` (the
+    reply's stop reason)."""
 
     name = "gemini"
     keepalives = False
     semconv_name = "gcp.gemini"
 
-    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+    def recognise(self, frame: Frame, facts: StreamFacts) -> FrameKind:
         if frame.event == COMMENT:
             return HEARTBEAT
         payload = _json(frame.data)
@@ -480,10 +588,14 @@ class GeminiProfile(ProviderProfile):
         if isinstance(usage, dict):
             facts.take_usage({"input_tokens": usage.get("promptTokenCount"),
                               "output_tokens": usage.get("candidatesTokenCount")})
+        feedback = payload.get("promptFeedback")
+        if isinstance(feedback, dict) and _str(feedback.get("blockReason"), 32):
+            facts.stop_reason = _str(feedback.get("blockReason"), 32)
+            return SEMANTIC
         kind = PREAMBLE
         for candidate in payload.get("candidates") or ():
             if not isinstance(candidate, dict):
-                continue
+                return UNKNOWN
             content = candidate.get("content")
             parts = content.get("parts") if isinstance(content, dict) else None
             if parts:
@@ -492,6 +604,10 @@ class GeminiProfile(ProviderProfile):
             if finish:
                 facts.stop_reason = finish
                 kind = SEMANTIC
+            elif kind is PREAMBLE and any(k not in _CANDIDATE_FRAMING and not _empty(v) for k, v in candidate.items()):
+                return UNKNOWN
+        if kind is PREAMBLE and any(k not in _GEMINI_FRAMING and not _empty(v) for k, v in payload.items()):
+            return UNKNOWN
         return kind
 
 
@@ -503,7 +619,7 @@ class GenericSSEProfile(ProviderProfile):
         COMMENT: HEARTBEAT, "ping": HEARTBEAT, "keepalive": HEARTBEAT, "heartbeat": HEARTBEAT, "error": ERROR,
     }
 
-    def classify(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+    def recognise(self, frame: Frame, facts: StreamFacts) -> FrameKind:
         kind = self._KINDS.get(frame.event)
         if kind is None:
             return END if frame.data == b"[DONE]" else SEMANTIC
@@ -512,12 +628,91 @@ class GenericSSEProfile(ProviderProfile):
         return kind
 
 
+def _bedrock_family(payload: dict[str, Any], facts: StreamFacts) -> FrameKind:
+    """One decoded ``chunk`` of Bedrock's invoke stream for a model family that is not
+    Anthropic's, by its shape (AWS's model parameter pages; docs/reference.md lists them):
+
+    - Amazon Nova: ``messageStart`` (preamble), ``contentBlockStart``/``Delta``/``Stop``
+      (content), ``messageStop.stopReason`` (end), ``metadata.usage`` (trailer);
+    - Amazon Titan: ``outputText`` with ``completionReason`` and token counts;
+    - Meta Llama: ``generation`` with ``stop_reason``, ``prompt_token_count``,
+      ``generation_token_count``;
+    - Mistral: ``outputs[].text`` with ``stop_reason``;
+    - Cohere Command R: ``event_type`` (``stream-start`` a preamble, ``stream-end`` the end with
+      ``finish_reason``, the rest content); Cohere Command: ``text``/``is_finished``/
+      ``finish_reason`` or ``generations``;
+    - OpenAI-shaped (AI21 Jamba, DeepSeek, Mistral's chat models, OpenAI's open-weight models):
+      ``choices``, as Chat Completions reads them.
+
+    Any other shape is ``UNKNOWN`` (content: failing open)."""
+    if "messageStart" in payload:
+        return PREAMBLE
+    if "contentBlockDelta" in payload or "contentBlockStart" in payload or "contentBlockStop" in payload:
+        return SEMANTIC
+    stop = payload.get("messageStop")
+    if isinstance(stop, dict):
+        facts.stop_reason = _str(stop.get("stopReason"), 32) or facts.stop_reason
+        return END
+    metadata = payload.get("metadata")
+    if isinstance(metadata, dict):
+        usage = metadata.get("usage")
+        if isinstance(usage, dict):
+            facts.take_usage({"input_tokens": usage.get("inputTokens"), "output_tokens": usage.get("outputTokens")})
+        return PREAMBLE
+    if "outputText" in payload:
+        facts.stop_reason = _str(payload.get("completionReason"), 32) or facts.stop_reason
+        facts.take_usage({"input_tokens": payload.get("inputTextTokenCount"),
+                          "output_tokens": payload.get("totalOutputTextTokenCount")})
+        return SEMANTIC
+    if "generation" in payload:
+        facts.stop_reason = _str(payload.get("stop_reason"), 32) or facts.stop_reason
+        facts.take_usage({"input_tokens": payload.get("prompt_token_count"),
+                          "output_tokens": payload.get("generation_token_count")})
+        return SEMANTIC
+    outputs = payload.get("outputs")
+    if isinstance(outputs, list):
+        for output in outputs:
+            if isinstance(output, dict):
+                facts.stop_reason = _str(output.get("stop_reason"), 32) or facts.stop_reason
+        return SEMANTIC
+    event_type = payload.get("event_type")
+    if isinstance(event_type, str):
+        if event_type == "stream-start":
+            facts.response_id = _str(payload.get("generation_id")) or facts.response_id
+            return PREAMBLE
+        if event_type == "stream-end":
+            facts.stop_reason = _str(payload.get("finish_reason"), 32) or facts.stop_reason
+            return END
+        return UNKNOWN if not event_type else SEMANTIC
+    if "is_finished" in payload or "generations" in payload:
+        finish = _str(payload.get("finish_reason"), 32)
+        for generation in payload.get("generations") or ():
+            if isinstance(generation, dict):
+                finish = _str(generation.get("finish_reason"), 32) or finish
+        facts.stop_reason = finish or facts.stop_reason
+        return SEMANTIC
+    if isinstance(payload.get("choices"), list):
+        if facts.response_id is None:
+            facts.response_id = _str(payload.get("id"))
+        _chat_facts(payload, facts)
+        return PREAMBLE if _chat_framing(payload) else SEMANTIC
+    return UNKNOWN
+
+
+#: Bedrock's ``amazon-bedrock-invocationMetrics`` (on a stream's last chunk): token counts as usage.
+_INVOCATION_METRICS = (("inputTokenCount", "input_tokens"), ("outputTokenCount", "output_tokens"),
+                       ("cacheReadInputTokenCount", "cache_read_input_tokens"),
+                       ("cacheWriteInputTokenCount", "cache_creation_input_tokens"))
+
+
 class BedrockProfile(ProviderProfile):
-    """Anthropic on AWS Bedrock, ``InvokeModelWithResponseStream``: a binary
-    ``application/vnd.amazon.eventstream`` whose ``chunk`` events carry one Anthropic event each
-    (base64 in ``{"bytes": ...}``), judged by the Anthropic rules; exceptions arrive in-band as
-    ``:message-type: exception`` messages. No keep-alive has been observed on Bedrock: wire-silent
-    unless the wire shows otherwise."""
+    """AWS Bedrock ``InvokeModelWithResponseStream``: a binary ``application/vnd.amazon.eventstream``
+    whose ``chunk`` events carry the model family's own JSON (base64 in ``{"bytes": ...}``) --
+    Anthropic's events, judged by the Anthropic rules, or another family's
+    (:func:`_bedrock_family`); the last chunk's ``amazon-bedrock-invocationMetrics`` fills the
+    usage the family's own JSON did not give. Exceptions arrive in-band as ``:message-type:
+    exception`` messages. No keep-alive has been observed on Bedrock: wire-silent unless the
+    wire shows otherwise."""
 
     name = "bedrock"
     framing = "eventstream"
@@ -525,7 +720,7 @@ class BedrockProfile(ProviderProfile):
     semconv_name = "aws.bedrock"
     _anthropic = AnthropicProfile()
 
-    def classify_message(self, message: Message, facts: StreamFacts) -> FrameKind:
+    def recognise_message(self, message: Message, facts: StreamFacts) -> FrameKind:
         if message.message_type != "event":
             facts.error_type = message.exception_type or _str(message.headers.get(":error-code"), 64) or "unknown"
             return ERROR
@@ -535,28 +730,33 @@ class BedrockProfile(ProviderProfile):
         if inner is None:
             return UNKNOWN
         payload = _json(inner)
-        kind = payload.get("type") if isinstance(payload, dict) else None
-        if not isinstance(kind, str):
+        if not isinstance(payload, dict):
             return UNKNOWN
-        return self._anthropic.classify(Frame(kind, inner, len(inner)), facts)
+        metrics = payload.get("amazon-bedrock-invocationMetrics")
+        if isinstance(metrics, dict):
+            facts.take_usage({ours: metrics.get(theirs) for theirs, ours in _INVOCATION_METRICS
+                              if ours not in facts.usage})
+        kind = payload.get("type")
+        if isinstance(kind, str):
+            return self._anthropic.recognise(Frame(kind, inner, len(inner)), facts)
+        return _bedrock_family(payload, facts)
 
-    def inner_events(self, message: Message) -> bytes | None:
-        """The Anthropic event of a ``chunk`` message as an SSE frame (for partial content)."""
+    def inner_events(self, message: Message) -> tuple[str, bytes] | None:
+        """The Anthropic event of a ``chunk`` message, its name and data (for partial content)."""
         if message.message_type != "event" or message.event_type != "chunk":
             return None
         inner = decode_chunk(message.payload)
         payload = _json(inner) if inner is not None else None
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
             return None
-        event: str = payload["type"]
         assert inner is not None
-        return b"event: " + event.encode() + b"\ndata: " + inner + b"\n\n"
+        return payload["type"], inner
 
 
 class BedrockConverseProfile(BedrockProfile):
     """AWS Bedrock ``ConverseStream``: event-stream messages ``messageStart``,
     ``contentBlockStart``/``Delta``/``Stop``, ``messageStop`` (the reply's end, with its
-    ``stopReason``), then ``metadata`` (usage)."""
+    ``stopReason``), then ``metadata`` (usage: a trailer, recognised as framing)."""
 
     name = "bedrock-converse"
     _EVENTS: ClassVar[dict[str, FrameKind]] = {
@@ -565,12 +765,12 @@ class BedrockConverseProfile(BedrockProfile):
         "contentBlockDelta": SEMANTIC,
         "contentBlockStop": SEMANTIC,
         "messageStop": END,
-        "metadata": UNKNOWN,
+        "metadata": PREAMBLE,
     }
 
-    def classify_message(self, message: Message, facts: StreamFacts) -> FrameKind:
+    def recognise_message(self, message: Message, facts: StreamFacts) -> FrameKind:
         if message.message_type != "event":
-            return super().classify_message(message, facts)
+            return super().recognise_message(message, facts)
         kind = self._EVENTS.get(message.event_type or "", UNKNOWN)
         if kind is END or message.event_type == "metadata":
             payload = _json(message.payload)
@@ -582,7 +782,7 @@ class BedrockConverseProfile(BedrockProfile):
                                       "output_tokens": usage.get("outputTokens")})
         return kind
 
-    def inner_events(self, message: Message) -> bytes | None:
+    def inner_events(self, message: Message) -> tuple[str, bytes] | None:
         return None
 
 

@@ -207,6 +207,8 @@ _OBSERVED_STOP = {
 def observed_stop(failure: Failure) -> StopReason:
     """Shadow mode: why the request would have stopped, had ``failure`` been enforced without retries
     (the attempt's outcome names it; every other outcome would have been retried to exhaustion)."""
+    if failure.committed and failure.kind is FailureKind.ERROR_EVENT:
+        return StopReason.TRUNCATED  # the provider's error after content, relayed
     return _OBSERVED_STOP.get(attempt_outcome(failure), StopReason.EXHAUSTED)
 
 

@@ -6,7 +6,10 @@
 - :class:`GiveUp` ``(reason, rate_limited)`` -- the budget for this kind of failure is spent;
 - :class:`Reject` ``(reason)`` -- the provider refused the request (4xx, ``x-should-retry: false``);
   retrying cannot help;
-- :class:`Truncate` ``(reason)`` -- content was already released: keep the prefix, never retry.
+- :class:`Truncate` ``(reason)`` -- content was already released and the stream died: keep the
+  prefix, never retry;
+- :class:`Relay` ``(reason)`` -- content was already released and the provider ended the reply
+  with its own error frame: that is its answer, passed to the caller as sent.
 
 Rules, in order (the project's policy table in ``docs/configuration.md`` and the SDKs'
 ``_should_retry``):
@@ -14,7 +17,8 @@ Rules, in order (the project's policy table in ``docs/configuration.md`` and the
 =============================================  ==============================================
 failure                                        decision
 =============================================  ==============================================
-anything after content was released            Truncate
+an in-band error after content was released    Relay (the provider's answer, as sent)
+anything else after content was released       Truncate
 ``x-should-retry: true`` / ``false``           retry / reject, whatever the status
 408, 409, 5xx (529 = overloaded)               retry, transient budget
 429                                            retry, patient budget (``max_rate_limit_attempts``)
@@ -60,6 +64,7 @@ __all__ = [
     "FailureKind",
     "GiveUp",
     "Reject",
+    "Relay",
     "Retry",
     "RetryState",
     "Truncate",
@@ -136,7 +141,12 @@ class Truncate:
     reason: str
 
 
-Decision = Retry | GiveUp | Reject | Truncate
+@dataclass(frozen=True, slots=True)
+class Relay:
+    reason: str
+
+
+Decision = Retry | GiveUp | Reject | Truncate | Relay
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +257,8 @@ def attempt_outcome(failure: Failure) -> AttemptOutcome:
     if failure.kind is FailureKind.MALFORMED:
         return AttemptOutcome.MALFORMED
     if failure.committed:
-        return AttemptOutcome.TRUNCATED
+        # the provider's error frame after content ended the reply (relayed); anything else died
+        return AttemptOutcome.PROVIDER_ERROR if failure.kind is FailureKind.ERROR_EVENT else AttemptOutcome.TRUNCATED
     reason = failure_reason(failure)
     if reason is None:
         return AttemptOutcome.REJECTED
@@ -317,7 +328,7 @@ def decide(
 ) -> Decision:
     """Decide what to do about ``failure`` given the failures so far in ``state``."""
     if failure.committed:
-        return Truncate(failure.cause)
+        return Relay(failure.cause) if failure.kind is FailureKind.ERROR_EVENT else Truncate(failure.cause)
 
     reason = failure_reason(failure)
     if reason is None:

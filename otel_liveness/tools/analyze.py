@@ -211,8 +211,8 @@ class _Labels:
 
     def _message_name(self, message: Message) -> str | None:
         inner = self._profile.inner_events(message)
-        if inner is not None and inner.startswith(b"event: "):
-            return inner[7:inner.index(b"\n")].decode("utf-8", "replace")
+        if inner is not None:
+            return inner[0]
         return message.event_type or message.exception_type
 
 

@@ -208,6 +208,9 @@ class TransportBase:
             stream = self._stream_cls(self._family, request, engine, inner, iterator, respond)
         extensions = dict(inner.extensions)
         extensions["liveness"] = engine.published
+        # and on the request: an SDK error raised from a provider's error frame may carry only the
+        # request (the openai SDK's APIError), and liveness_report() finds the report there too
+        request.extensions["liveness"] = engine.published
         headers: Any = inner.headers  # (the library copies a Headers object's raw list as it is)
         if respond.replace:
             names = {name for name, _ in respond.replace}
