@@ -5,18 +5,27 @@ A profile classifies by the event name (a dict lookup) and looks into the payloa
 few frames telemetry needs -- the response id and model (once), the stop reason, usage and error
 type -- so a text delta costs no JSON parse.
 
+**Failing open** (:meth:`ProviderProfile.classify`): a frame the profile does not positively
+recognise as a keep-alive, a preamble, an end or an error is the provider producing -- content,
+released at once, never held for a retry that would hide it from the caller -- and a clean end
+after such a frame is the reply's end. A profile's :meth:`~ProviderProfile.recognise` says
+``UNKNOWN`` for what it does not know; ``classify`` turns that into ``SEMANTIC`` and counts it.
+
 ==================  ======================  ===============================  ==================
 provider            heartbeat               preamble / semantic              end / error
 ==================  ======================  ===============================  ==================
 anthropic, vertex   ``ping``, comments      ``message_start`` / block        ``message_stop`` /
                                             start/delta/stop, message_delta  ``error``
-bedrock             (none observed)         the Anthropic events inside      the Anthropic ones /
-                                            ``chunk`` messages               exception messages
+bedrock             (none observed)         per model family, inside         the family's end /
+                                            ``chunk`` messages (Anthropic,   exception messages
+                                            Nova, Titan, Llama, Mistral,
+                                            Cohere, OpenAI-shaped)
 bedrock-converse    (none observed)         ``messageStart`` / content       ``messageStop`` /
-                                            block start/delta/stop           exception messages
-openai-chat         comments                role-only first chunk / chunks   ``[DONE]`` /
-                                            with content, tool calls,        ``{"error": ...}``
-                                            reasoning or a finish reason
+                                            block start/delta/stop;          exception messages
+                                            ``metadata`` a trailer
+openai-chat         comments                a chunk that carries nothing /   ``[DONE]`` /
+(and compatible     (DeepSeek's             content, reasoning, tool calls,  ``{"error": ...}``,
+servers)            ``: keep-alive``)       a finish reason                  ``event: error``
 openrouter          comments                as openai-chat                   as openai-chat /
                                                                              ``finish_reason: error``
 openai-responses    comments, ``keepalive``  ``response.created``,            ``response.completed``,
@@ -24,6 +33,8 @@ openai-responses    comments, ``keepalive``  ``response.created``,            ``
                                                                              ``response.failed``, ``error``
 gemini              comments                no parts / parts (text,          (finish reason, then
                                             thought, functionCall)           EOF) / ``{"error"}``
+cohere              comments                ``message-start`` / content,     ``message-end`` /
+                                            tool plan, tool call, citation   ``finish_reason: ERROR``
 sse (generic)       comments, ``ping``,     - / any data frame               ``[DONE]`` or EOF /
                     ``keepalive``,                                           ``error``
                     ``heartbeat``
@@ -31,8 +42,9 @@ sse (generic)       comments, ``ping``,     - / any data frame               ``[
 
 A provider is chosen by :func:`select_provider` from the request's host and path (Bedrock's
 ``/model/{id}/invoke-with-response-stream`` and ``/converse-stream``, Vertex's
-``:streamRawPredict``, Gemini's ``:streamGenerateContent``, ``openrouter.ai``, ``/messages``,
-``/chat/completions``, ``/responses``), unless ``Policy.provider`` names one.
+``:streamRawPredict``, Gemini's ``:streamGenerateContent``, ``openrouter.ai``, Cohere's
+``/v2/chat``, ``/messages``, ``/chat/completions``, ``/responses``), unless ``Policy.provider``
+names one.
 """
 
 from __future__ import annotations
@@ -54,6 +66,7 @@ __all__ = [
     "AnthropicProfile",
     "BedrockConverseProfile",
     "BedrockProfile",
+    "CohereProfile",
     "GeminiProfile",
     "GenericSSEProfile",
     "OpenAIChatProfile",
@@ -377,6 +390,7 @@ class AnthropicProfile(ProviderProfile):
 _OPENAI_CONTENT = re.compile(
     rb'"(?:content|refusal|reasoning|reasoning_content|arguments)"\s*:\s*"[^"]'
     rb'|"(?:tool_calls|function_call)"\s*:\s*[\[{]'
+    rb'|"(?:content|reasoning_details)"\s*:\s*\[\s*\{'  # Mistral's content parts, OpenRouter's reasoning details
     rb'|"finish_reason"\s*:\s*"'
 )
 _OPENAI_ERROR = re.compile(rb'^\s*\{\s*"error"\s*:')
@@ -384,11 +398,12 @@ _OPENAI_FINISH = re.compile(rb'"finish_reason"\s*:\s*"([a-z_]{1,32})"')
 
 #: The members of a Chat Completions chunk that frame it (ids, usage, the providers' own metadata:
 #: Groq's ``x_groq``, Azure's ``prompt_filter_results``, llama.cpp's ``timings``, Cerebras'
-#: ``time_info``, OpenRouter's ``provider``): a chunk of these alone, with choices that carry
-#: nothing, is positively a preamble (or a usage trailer).
+#: ``time_info``, OpenRouter's ``provider``; the padding of OpenAI's ``obfuscation`` and Mistral's
+#: ``p``): a chunk of these alone, with choices that carry nothing, is positively a preamble (or a
+#: usage trailer).
 _CHAT_FRAMING = frozenset(("id", "object", "created", "model", "system_fingerprint", "service_tier", "usage",
                            "x_groq", "provider", "prompt_filter_results", "timings", "time_info", "obfuscation",
-                           "choices"))
+                           "p", "choices"))
 #: The members of a choice that frame it (Azure's content filter results; vLLM's ``stop_reason``,
 #: OpenRouter's ``native_finish_reason``: null before the end).
 _CHOICE_FRAMING = frozenset(("index", "delta", "logprobs", "finish_reason", "content_filter_results",
@@ -419,7 +434,7 @@ def _chat_framing(payload: Any) -> bool:
         for key, value in choice.items():
             if key not in _CHOICE_FRAMING and not _empty(value):
                 return False
-        if not _empty(choice.get("finish_reason")):
+        if not _empty(choice.get("finish_reason")) or not _empty(choice.get("stop_reason")):
             return False
         delta = choice.get("delta")
         if delta is None:
@@ -730,6 +745,8 @@ class BedrockProfile(ProviderProfile):
         if inner is None:
             return UNKNOWN
         payload = _json(inner)
+        if payload == "[DONE]":
+            return END  # (Writer's Palmyra ends its stream with this JSON string)
         if not isinstance(payload, dict):
             return UNKNOWN
         metrics = payload.get("amazon-bedrock-invocationMetrics")
@@ -786,6 +803,61 @@ class BedrockConverseProfile(BedrockProfile):
         return None
 
 
+class CohereProfile(ProviderProfile):
+    """Cohere's v2 chat stream (``POST /v2/chat``, ``stream: true``): named SSE events, each
+    ``event:`` the ``type`` of its data -- ``message-start`` (the id), ``content-*``,
+    ``tool-plan-delta``, ``tool-call-*``, ``citation-*`` (content), ``message-end`` (the end:
+    ``delta.finish_reason`` and ``delta.usage``; ``finish_reason: ERROR`` or ``delta.error`` is
+    the provider's error), then ``data: [DONE]``. No keep-alive observed."""
+
+    name = "cohere"
+    keepalives = False
+    semconv_name = "cohere"
+    _KINDS: ClassVar[dict[str | None, FrameKind]] = {
+        COMMENT: HEARTBEAT,
+        "message-start": PREAMBLE,
+        "content-start": SEMANTIC,
+        "content-delta": SEMANTIC,
+        "content-end": SEMANTIC,
+        "tool-plan-delta": SEMANTIC,
+        "tool-call-start": SEMANTIC,
+        "tool-call-delta": SEMANTIC,
+        "tool-call-end": SEMANTIC,
+        "citation-start": SEMANTIC,
+        "citation-end": SEMANTIC,
+        "message-end": END,
+        "debug": PREAMBLE,
+    }
+
+    def recognise(self, frame: Frame, facts: StreamFacts) -> FrameKind:
+        event = frame.event
+        data = frame.data
+        if event is None:
+            if data == b"[DONE]":
+                return END
+            payload = _json(data)
+            event = _str(payload.get("type")) if isinstance(payload, dict) else None
+        kind = self._KINDS.get(event, UNKNOWN)
+        if kind is PREAMBLE and event == "message-start":
+            payload = _json(data)
+            if isinstance(payload, dict):
+                facts.response_id = _str(payload.get("id")) or facts.response_id
+        elif kind is END:
+            payload = _json(data)
+            delta = payload.get("delta") if isinstance(payload, dict) else None
+            if isinstance(delta, dict):
+                finish = _str(delta.get("finish_reason"), 32)
+                facts.stop_reason = finish or facts.stop_reason
+                usage = delta.get("usage")
+                tokens = usage.get("tokens") if isinstance(usage, dict) else None
+                if isinstance(tokens, dict):
+                    facts.take_usage(tokens)
+                if finish == "ERROR" or _str(delta.get("error")):
+                    facts.error_type = "error" if finish is None else finish.lower()
+                    return ERROR
+        return kind
+
+
 class VertexAnthropicProfile(AnthropicProfile):
     """Anthropic on Google Vertex AI (``:streamRawPredict``): the Anthropic wire, as is."""
 
@@ -796,7 +868,8 @@ class VertexAnthropicProfile(AnthropicProfile):
 PROFILES: dict[str, ProviderProfile] = {
     p.name: p
     for p in (AnthropicProfile(), VertexAnthropicProfile(), BedrockProfile(), BedrockConverseProfile(),
-              OpenAIChatProfile(), OpenAIResponsesProfile(), OpenRouterProfile(), GeminiProfile(), GenericSSEProfile())
+              OpenAIChatProfile(), OpenAIResponsesProfile(), OpenRouterProfile(), GeminiProfile(), CohereProfile(),
+              GenericSSEProfile())
 }
 
 #: The hosts each wire is served from, as patterns (``*``: one DNS label or part of one, see
@@ -809,10 +882,14 @@ HOST_PATTERNS: dict[str, tuple[str, ...]] = {
                 "bedrock-runtime.*.amazonaws.com.cn"),
     "bedrock-converse": ("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com",
                          "bedrock-runtime.*.amazonaws.com.cn"),
-    "openai-chat": ("api.openai.com",),
-    "openai-responses": ("api.openai.com",),
+    # OpenAI, and the servers that speak its Chat Completions wire (docs/reference.md lists them)
+    "openai-chat": ("api.openai.com", "*.openai.azure.com", "*.cognitiveservices.azure.com", "*.services.ai.azure.com",
+                    "api.groq.com", "api.deepseek.com", "api.mistral.ai", "api.x.ai", "api.together.xyz",
+                    "api.together.ai", "api.fireworks.ai", "api.cerebras.ai", "router.huggingface.co"),
+    "openai-responses": ("api.openai.com", "*.openai.azure.com"),
     "openrouter": ("openrouter.ai",),
     "gemini": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com", "*-aiplatform.googleapis.com"),
+    "cohere": ("api.cohere.com", "api.cohere.ai"),
     "sse": (),
 }
 
@@ -827,7 +904,7 @@ def streams_by_url(path: str, query: str = "") -> bool:
 
 
 #: The endpoints that generate: a request to one of them is judged whatever its body says.
-_GENERATION_SUFFIXES = ("/messages", "/chat/completions", "/completions", "/responses", ":generateContent",
+_GENERATION_SUFFIXES = ("/messages", "/chat/completions", "/completions", "/responses", "/v2/chat", ":generateContent",
                         ":streamGenerateContent", ":rawPredict", ":streamRawPredict", "/invoke",
                         "/invoke-with-response-stream", "/converse", "/converse-stream")
 
@@ -856,6 +933,8 @@ def select_provider(host: str, path: str) -> str:
         return "gemini"
     if host == "openrouter.ai" or host.endswith(".openrouter.ai"):
         return "openrouter"
+    if path.endswith("/v2/chat") or host in ("api.cohere.com", "api.cohere.ai"):
+        return "cohere"
     # The wire a path names first: a provider's host serves other wires too (Bedrock's
     # OpenAI-compatible /openai/v1/chat/completions is SSE, not its event stream).
     if path.endswith("/messages"):
@@ -871,11 +950,24 @@ def select_provider(host: str, path: str) -> str:
     return "sse"
 
 
+#: The GenAI conventions' ``gen_ai.provider.name`` of the OpenAI-compatible hosts that have one.
+_COMPATIBLE_NAMES = {"api.groq.com": "groq", "api.deepseek.com": "deepseek", "api.mistral.ai": "mistral_ai",
+                     "api.x.ai": "x_ai"}
+_AZURE_OPENAI = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+
+
 def semconv_provider(profile: str, host: str) -> str:
-    """The GenAI semantic conventions' ``gen_ai.provider.name`` for a request."""
+    """The GenAI semantic conventions' ``gen_ai.provider.name`` for a request: the profile's, or
+    the host's where an OpenAI-compatible provider has a name of its own (Groq, DeepSeek,
+    Mistral, xAI, Azure OpenAI)."""
     name = PROFILES[profile].semconv_name
-    if name == "gcp.gemini" and "aiplatform.googleapis.com" in host.lower():
+    host = host.lower()
+    if name == "gcp.gemini" and "aiplatform.googleapis.com" in host:
         return "gcp.vertex_ai"
+    if name == "openai":
+        if host.endswith(_AZURE_OPENAI):
+            return "azure.ai.openai"
+        return _COMPATIBLE_NAMES.get(host, name)
     return name
 
 

@@ -190,6 +190,9 @@ _RETRYABLE_ERROR_TYPES = {
     "RESOURCE_EXHAUSTED": RetryReason.RATE_LIMITED,
     "DEADLINE_EXCEEDED": RetryReason.REQUEST_TIMEOUT,
 }
+# botocore looks Bedrock's exception types up in camelCase; some gateways send them capitalised
+_RETRYABLE_ERROR_TYPES.update({name[0].upper() + name[1:]: reason for name, reason in _RETRYABLE_ERROR_TYPES.items()
+                               if name.endswith("Exception")})
 
 _KIND_REASON = {
     FailureKind.CONNECT_ERROR: RetryReason.CONNECT_ERROR,
