@@ -197,6 +197,14 @@ _GEMINI = {
     "error": _sse(None, '{"error":{"code":503,"status":"UNAVAILABLE"}}'),
     "other": _sse(None, "replay"),
 }
+_COHERE = {  # Cohere v2 chat: no keep-alive (a heartbeat is rebuilt as a comment)
+    "preamble": _sse("message-start", '{"type":"message-start","id":"replay","delta":{"message":'
+                     '{"role":"assistant"}}}'),
+    "content": _sse("content-delta", '{"type":"content-delta","index":0,"delta":{"message":'
+                    '{"content":{"text":"x"}}}}'),
+    "stop": _sse("message-end", '{"type":"message-end","delta":{"finish_reason":"COMPLETE"}}'),
+    "error": _sse("message-end", '{"type":"message-end","delta":{"finish_reason":"ERROR"}}'),
+}
 _GENERIC = {
     "heartbeat": _sse("ping", "{}"),
     "content": _sse(None, '{"x":1}'),
@@ -205,7 +213,7 @@ _GENERIC = {
 }
 _SSE_FORMS: dict[str, dict[str, bytes]] = {
     "anthropic": _ANTHROPIC, "vertex": _ANTHROPIC, "openai-chat": _OPENAI_CHAT, "openrouter": _OPENAI_CHAT,
-    "openai-responses": _RESPONSES, "gemini": _GEMINI, "sse": _GENERIC,
+    "openai-responses": _RESPONSES, "gemini": _GEMINI, "cohere": _COHERE, "sse": _GENERIC,
 }
 _COMMENT = b": keepalive\n\n"
 
@@ -242,6 +250,13 @@ def _message(provider: str, kind: str, pad: str) -> bytes:
         return converse_event(event_type, body, padding=pad)
     if provider != "bedrock-converse" and kind in _BEDROCK:
         return bedrock_chunk(_BEDROCK[kind], padding=pad)
+    if kind in ("comment", "partial", "heartbeat"):
+        # No frame-less bytes on this wire, and a message no profile knows is content (fail
+        # open): raw progress is rebuilt as framing -- a ping where the wire has one, else a preamble.
+        if provider == "bedrock-converse":
+            event_type, body = _CONVERSE["preamble"]
+            return converse_event(event_type, body, padding=pad)
+        return bedrock_chunk(_BEDROCK["heartbeat" if kind == "comment" else "preamble"], padding=pad)
     return encode_message({":event-type": "replayProgress", ":content-type": "application/json",
                            ":message-type": "event"}, b"{}" + b" " * len(pad))
 
