@@ -92,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
     td.add_argument("--keep", metavar="DIR", help="write the recordings into DIR (default: a temporary folder)")
     td.add_argument("--seed", type=int, default=7, help="the fleet's random seed (default 7)")
     td.add_argument("--json", action="store_true", help="print the result as JSON")
+    r = sub.add_parser("replay", help="replay the streams of VCR cassettes through the transport on loopback: "
+                                      "transparent on your own recorded traffic?")
+    r.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a cassette (vcrpy / pytest-recording YAML, .yaml or .yaml.gz), or a folder of them")
+    r.add_argument("--seed", type=int, default=0, help="the seed of the random re-splits (default 0)")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
     from .demo import COLUMNS
 
     d = sub.add_parser("demo", help="run the agent-shaped demo on the embedded simulated provider",
@@ -290,6 +296,30 @@ def _tune_demo(args: argparse.Namespace) -> int:
     return 0 if result["ok"] else 1
 
 
+def _replay(args: argparse.Namespace) -> int:
+    from .tools.replay import CassetteError, load_cassettes, render, replay
+
+    try:
+        streams, skipped, errors = load_cassettes(args.paths)
+    except CassetteError as exc:  # PyYAML missing
+        print(f"otel-liveness replay: {exc}", file=sys.stderr)
+        return 2
+    if args.json or not streams:  # (the table names them too)
+        for error in errors:
+            print(f"otel-liveness replay: {error['error']}", file=sys.stderr)
+    if not streams:
+        print("otel-liveness replay: no streamed response in the cassettes"
+              + (f" ({len(skipped)} interactions skipped: not streams)" if skipped else ""), file=sys.stderr)
+        return 2
+    rows = replay(streams, seed=args.seed)
+    ok = not errors and not any(row["differences"] for row in rows)
+    if args.json:
+        print(json.dumps({"ok": ok, "streams": rows, "skipped": skipped, "unreadable": errors}))
+    else:
+        print(render(rows, skipped, errors))
+    return 0 if ok else 1
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "analyze":
         return _analyze(args)
@@ -303,6 +333,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _demo(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "replay":
+        return _replay(args)
     raise AssertionError(args.command)  # pragma: no cover
 
 

@@ -156,6 +156,7 @@ class AttemptRecord:
     bytes_received: int = 0
     usage: dict[str, int] = field(default_factory=dict)  # token counts the provider reported
     stop_detail: str | None = None  # the provider's stop/finish reason
+    unrecognised: int = 0  # frames no profile rule knew, taken for content (fail open)
     retry_delay: float | None = None  # the wait scheduled after this attempt, if it was retried
     retry_reason: RetryReason | None = None
     delay_source: DelaySource | None = None

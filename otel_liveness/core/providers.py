@@ -418,8 +418,8 @@ def _chat_framing(payload: Any) -> bool:
     """Whether a parsed Chat Completions chunk is positively one without content: an object of
     :data:`_CHAT_FRAMING` members whose choices (none at all: Azure's prompt filter results, a usage
     trailer) hold a delta of a role and empty values only, and no finish reason."""
-    if not isinstance(payload, dict):
-        return False
+    if not isinstance(payload, dict) or _CHAT_FRAMING.isdisjoint(payload):
+        return False  # (an object of none of a chunk's members is not known as one)
     for key, value in payload.items():
         if key not in _CHAT_FRAMING and not _empty(value):
             return False
@@ -899,8 +899,18 @@ _STREAM_SUFFIXES = ("/invoke-with-response-stream", "/converse-stream", ":stream
 
 
 def streams_by_url(path: str, query: str = "") -> bool:
-    """Whether the URL alone says the response is a stream."""
-    return path.rstrip("/").endswith(_STREAM_SUFFIXES) or "alt=sse" in query
+    """Whether the URL alone says the response is a stream (a background response's stream,
+    ``GET /v1/responses/{id}?stream=true``, included)."""
+    path = path.rstrip("/")
+    return (path.endswith(_STREAM_SUFFIXES) or "alt=sse" in query
+            or (_background_stream(path) and "stream=true" in query))
+
+
+def _background_stream(path: str) -> bool:
+    """``.../responses/{id}``: OpenAI Responses' retrieve, which ``?stream=true`` makes the stream
+    of a background response (``&starting_after=N``: the events after sequence number N)."""
+    head, _, tail = path.rpartition("/")
+    return head.endswith("/responses") and tail.startswith("resp")
 
 
 #: The endpoints that generate: a request to one of them is judged whatever its body says.
@@ -915,7 +925,8 @@ def generation_path(path: str) -> bool:
     is judged only when its JSON body names a model (a gateway's own generation endpoint) or the
     policy names the wire: the event streams of a provider's other APIs (sessions, environments)
     are not model replies and pass through untouched."""
-    return path.rstrip("/").endswith(_GENERATION_SUFFIXES)
+    path = path.rstrip("/")
+    return path.endswith(_GENERATION_SUFFIXES) or _background_stream(path)
 
 
 def select_provider(host: str, path: str) -> str:
@@ -941,7 +952,7 @@ def select_provider(host: str, path: str) -> str:
         return "anthropic"
     if path.endswith("/chat/completions"):
         return "openai-chat"
-    if path.endswith("/responses"):
+    if path.endswith("/responses") or _background_stream(path):
         return "openai-responses"
     if host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com"):
         return "bedrock"

@@ -187,6 +187,7 @@ class Reporter:
         record.response_id = facts.response_id
         record.usage = dict(facts.usage)
         record.stop_detail = facts.stop_reason
+        record.unrecognised = facts.unrecognised
         if facts.model and not self.report.model:
             self.report.model = facts.model
         if facts.stop_reason:
