@@ -364,6 +364,8 @@ def ending(exc: BaseException | None) -> str:
         return f"truncated:{otel_liveness.continuation_message(error.partial) is not None}"
     if report and report["stop_reason"] in ("exhausted", "rate_limited", "retry_budget", "wall_budget"):
         return f"provider failure:{report['stop_reason']}:{report['cause']}:{len(report['attempts'])}"
+    if report and report["stop_reason"] == "truncated":
+        return f"provider ended the reply:{report['cause']}:{type(exc).__name__}:{len(report['attempts'])}"
     if report:
         return f"other:{report['stop_reason']}"
     return "not judged"
@@ -383,8 +385,10 @@ def ending(exc: BaseException | None) -> str:
     ([[s.HangBeforeHeaders()]], FAST.replace(wall_timeout=0.2, raw_idle_timeout=5.0), False,
      "provider failure:wall_budget:wall_budget:1"),
     ([[anthropic_status(400, "invalid_request_error")]], FAST, False, "other:rejected"),
+    ([[s.Headers(), *anthropic_reply("abcd", deltas=4, stall_after=2), s.Raw(anthropic_error("overloaded_error"))]],
+     FAST, False, "provider ended the reply:error_event:overloaded_error:APIStatusError:1"),
 ], ids=["answered", "truncated", "dead-exhausted", "529-exhausted", "in-band-exhausted", "rate-limited",
-        "retry-budget", "wall-budget", "rejected"])
+        "retry-budget", "wall-budget", "rejected", "error-after-content"])
 def test_the_readme_pattern_names_every_ending_through_the_sdk(provider, script, policy, drain, expected) -> None:  # type: ignore[no-untyped-def]
     if drain:  # other agents of the process spent the host's budget just before
         spent = provider.add("spent", [[anthropic_status(529, "overloaded_error")]])
