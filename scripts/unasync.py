@@ -27,6 +27,7 @@ SUBS = [
     (r"\bAsyncLivenessMixin\b", "SyncLivenessMixin"),
     (r"\bAsyncLivenessStream\b", "SyncLivenessStream"),
     (r"\bAsyncPassThrough\b", "SyncPassThrough"),
+    (r"\bAsyncResumingStream\b", "SyncResumingStream"),
     (r"\bAsyncWakingBackend\b", "SyncWakingBackend"),
     (r"\bAsyncWakingStream\b", "SyncWakingStream"),
     (r"\bAsyncWatchedConnection\b", "SyncWatchedConnection"),

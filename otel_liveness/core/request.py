@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .members import top_level
 from .memory import RequestKey, auth_identity
+from .resume import resumable
 
 __all__ = ["TRACE_HEADERS", "RequestFacts", "propagates_itself", "size_bucket"]
 
@@ -66,6 +67,9 @@ class RequestFacts:
     #: and an error status passed up as it came.
     once: bool = False
     key: RequestKey | str | None = None  # identity for the exhausted-request cache (method, URL, body, auth digest)
+    #: The provider keeps the response and its stream can be read again from any event on: an
+    #: OpenAI Responses background response, created streamed or its stream read (core/resume.py).
+    resumable: bool = False
 
     @classmethod
     def read(
@@ -93,10 +97,11 @@ class RequestFacts:
         if found is not None:
             model, stream = _string(found[0]), found[1] == b"true"
             once = found[2] is not None and _REMOTE_MCP.search(found[2]) is not None
+            background = found[3] == b"true"
         else:  # not an object the walk follows (or no body): parsed, and searched, as a whole
             model = _model(body)
             stream = body is not None and (b'"stream":true' in body or b'"stream": true' in body)
-            once = False
+            once = background = False
         streaming = stream_path or stream or "text/event-stream" in headers.get("accept", "")
         retry_count = headers.get("x-stainless-retry-count", "0")
         carrier = {k: headers[k] for k in TRACE_HEADERS if k in headers}
@@ -118,10 +123,11 @@ class RequestFacts:
             statuses_above=_FALLBACK_MIDDLEWARE in headers.get("x-stainless-helper", ""),
             once=once,
             key=RequestKey(method, url, body, auth_identity(headers)) if body is not None else None,
+            resumable=resumable(method, path, url.partition("?")[2], background=background, streaming=streaming),
         )
 
 
-_MEMBERS = (b"model", b"stream", b"tools")
+_MEMBERS = (b"model", b"stream", b"tools", b"background")
 #: A remote MCP server among a request's tools (the ``tools`` member's raw JSON).
 _REMOTE_MCP = re.compile(rb'"type"\s*:\s*"mcp"')
 _FALLBACK_MIDDLEWARE = "fallback-refusal-middleware"

@@ -210,9 +210,9 @@ class SimulatedProvider:
         self._state.counts[name] = n + 1
         request_id = f"req_sim_{next(self._ids):06d}"
         log = RequestLog(name, n, method, path, {k: ("<redacted>" if k in _REDACT else v) for k, v in headers.items()},
-                         body, request_id)
+                         body, request_id, query=target.partition("?")[2])
         self._state.log.append(log)
-        return scenario.script(n), log
+        return scenario.script_for(n, method, target), log
 
     async def _respond(self, method: str, target: str, headers: dict[str, str], body: bytes,
                        reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:

@@ -4,11 +4,15 @@ a :class:`RequestLog` for each request it received -- shared by its HTTP/1.1 ser
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RequestLog", "Scenario"]
+__all__ = ["BackgroundScenario", "RequestLog", "Scenario"]
+
+_STARTING_AFTER = re.compile(r"[?&]starting_after=(\d+)")
+_SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 
 
 @dataclass
@@ -25,6 +29,34 @@ class Scenario:
             return self.attempts[n % len(self.attempts)]
         return self.attempts[min(n, len(self.attempts) - 1)]
 
+    def script_for(self, n: int, method: str, target: str) -> Sequence[Any]:
+        """The script request ``n`` of the scenario plays (``method`` and ``target`` may choose it)."""
+        return self.script(n)
+
+
+@dataclass
+class BackgroundScenario(Scenario):
+    """An OpenAI Responses background response the provider keeps: a ``POST`` plays its attempt
+    scripts (the stream as it went: whole, or dying part-way); a ``GET .../responses/{id}?stream=true``
+    -- the background response's stream -- plays the kept ``events`` whose ``sequence_number`` is
+    above ``starting_after`` (all of them without it), each whole, and ends."""
+
+    events: Sequence[Any] = ()  # the response's SSE events as Raw steps, in order
+
+    def script_for(self, n: int, method: str, target: str) -> Sequence[Any]:
+        if method != "GET":
+            return self.script(n)
+        from .steps import Headers, Raw
+
+        found = _STARTING_AFTER.search(target)
+        after = int(found.group(1)) if found else -1
+        kept = []
+        for step in self.events:
+            number = _SEQUENCE.search(step.data) if isinstance(step, Raw) else None
+            if number is None or int(number.group(1)) > after:
+                kept.append(step)
+        return [Headers(), *kept]
+
 
 @dataclass
 class RequestLog:
@@ -37,3 +69,4 @@ class RequestLog:
     request_id: str
     disconnected: bool = False  # the client went away before the script ended
     finished: bool = False
+    query: str = ""  # the request target's query string

@@ -19,6 +19,7 @@ __all__ = [
     "anthropic_error",
     "anthropic_reply",
     "anthropic_status",
+    "background_response",
     "bedrock_converse_reply",
     "bedrock_reply",
     "bedrock_status",
@@ -484,6 +485,28 @@ def openai_responses_reply(
         output = [reasoning_item, item] if reasoning else [item]
         steps.append(ev("response.completed", {"response": response("completed", output, usage=usage)}))
     return steps
+
+
+def background_response(text: str = "Hello from a background response.", *, die_after: int | None = None,
+                        partial: bool = True, dead: Any = None, **reply: Any) -> Any:
+    """An OpenAI Responses background response (``"background": true``) as a
+    :class:`~.scenario.BackgroundScenario`: its events (:func:`openai_responses_reply`, ``reply``
+    passed on) kept for ``GET .../responses/{id}?stream=true&starting_after=N``. The ``POST``'s
+    stream plays them whole, or with ``die_after=K``, the first K events, then (``partial``) half
+    of the next, then ``dead`` (a stall, by default): a stream that dies after content."""
+    from .scenario import BackgroundScenario
+    from .steps import Stall
+
+    steps = openai_responses_reply(text, **reply)
+    events = [step for step in steps if isinstance(step, Raw)]
+    if die_after is None:
+        first = [Headers(), *steps]
+    else:
+        first = [Headers(), *events[:die_after]]
+        if partial and die_after < len(events):
+            first.append(Raw(events[die_after].data[: len(events[die_after].data) // 2]))
+        first.append(dead if dead is not None else Stall())
+    return BackgroundScenario([first], events=events)
 
 
 # -- OpenRouter ----------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ class TransportBase:
     default_transport: Callable[..., Any]
     _stream_cls: type
     _passthrough_cls: type
+    _resuming_cls: type
 
     def __init__(
         self,
@@ -206,6 +207,9 @@ class TransportBase:
             stream = self._passthrough_cls(inner)
         else:
             stream = self._stream_cls(self._family, request, engine, inner, iterator, respond)
+        if engine.facts.resumable and not respond.passthrough and not engine.policy.shadow \
+                and engine.profile.name == "openai-responses" and RESUME_EXTENSION not in request.extensions:
+            stream = self._resuming_cls(self, request, stream, engine.published, engine)
         extensions = dict(inner.extensions)
         extensions["liveness"] = engine.published
         # and on the request: an SDK error raised from a provider's error frame may carry only the
@@ -222,6 +226,11 @@ class TransportBase:
         if engine.ended and not engine.report.attempts:
             log.info("otel-liveness: an SDK retry of an exhausted request was answered without a new attempt; "
                      "set max_retries=0 on the SDK client")
+
+
+#: The extension a resume's request carries: the stream that sent it resumes it again (one count
+#: of resumes per caller's request), its own body is not wrapped a second time.
+RESUME_EXTENSION = "otel_liveness.resume"
 
 
 def header_dict(headers: Any) -> dict[str, str]:

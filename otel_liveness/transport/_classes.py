@@ -14,10 +14,10 @@ import copy
 from functools import cache
 from typing import Any
 
-from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough, AsyncPoolTransport
+from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough, AsyncPoolTransport, AsyncResumingStream
 from ._base import TransportBase
 from ._family import Family, keepalive_socket_options
-from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough, SyncPoolTransport
+from ._sync import SyncLivenessMixin, SyncLivenessStream, SyncPassThrough, SyncPoolTransport, SyncResumingStream
 from ._sync.transport import http_proxy
 
 __all__ = ["is_liveness_transport", "liveness_in", "liveness_transports", "pool_transports", "seat", "unseat"]
@@ -35,12 +35,16 @@ def liveness_transports(family: Family) -> tuple[type[TransportBase], type[Trans
     class PassThrough(SyncPassThrough, x.SyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
         """The body of a response the engine does not judge."""
 
+    class ResumingStream(SyncResumingStream, x.SyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
+        """The body of a resumable stream (see :class:`SyncResumingStream`)."""
+
     class LivenessTransport(SyncLivenessMixin, x.BaseTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
         """A liveness transport over a sync transport of the family."""
 
         _family = family
         _stream_cls = LivenessStream
         _passthrough_cls = PassThrough
+        _resuming_cls = ResumingStream
 
     class AsyncLivenessStream_(AsyncLivenessStream, x.AsyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
         """The body the caller reads (see :class:`AsyncLivenessStream`)."""
@@ -48,12 +52,16 @@ def liveness_transports(family: Family) -> tuple[type[TransportBase], type[Trans
     class AsyncPassThrough_(AsyncPassThrough, x.AsyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
         """The body of a response the engine does not judge."""
 
+    class AsyncResumingStream_(AsyncResumingStream, x.AsyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
+        """The body of a resumable stream (see :class:`AsyncResumingStream`)."""
+
     class AsyncLivenessTransport(AsyncLivenessMixin, x.AsyncBaseTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
         """A liveness transport over an async transport of the family."""
 
         _family = family
         _stream_cls = AsyncLivenessStream_
         _passthrough_cls = AsyncPassThrough_
+        _resuming_cls = AsyncResumingStream_
 
     return LivenessTransport, AsyncLivenessTransport
 

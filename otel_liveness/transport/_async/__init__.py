@@ -2,7 +2,7 @@
 truth: ``_sync/`` is generated from it by ``scripts/unasync.py`` (``--check`` in the tests).
 
 - :mod:`.transport` -- the request loop: one request's attempts, each command of the engine executed;
-- :mod:`.stream` -- the body the caller reads, judged read by read;
+- :mod:`.stream` -- the body the caller reads, judged read by read (and a resumable one's, resumed);
 - :mod:`.network` -- the network backend whose reads wake at the engine's hints;
 - :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own.
 
@@ -12,7 +12,7 @@ it owns (:class:`AsyncPoolTransport`).
 
 from .http2 import AsyncH2Pool, AsyncH2Stream, AsyncH2Wait
 from .network import AsyncWakingBackend, AsyncWakingStream
-from .stream import AsyncLivenessStream, AsyncPassThrough
+from .stream import AsyncLivenessStream, AsyncPassThrough, AsyncResumingStream
 from .transport import AsyncLivenessMixin, AsyncPoolTransport
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "AsyncLivenessStream",
     "AsyncPassThrough",
     "AsyncPoolTransport",
+    "AsyncResumingStream",
     "AsyncWakingBackend",
     "AsyncWakingStream",
 ]

@@ -3,17 +3,21 @@ steady lane for the common one), and the body of a response the engine does not 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 from ...core.commands import COMPLETE, READ, Release, Respond
 from ...core.engine import Engine
+from ...core.errors import StreamTruncated, liveness_error
+from ...core.resume import FrameAligner, ResumeState, background_stream_id, resume_target
 from .._backends import AsyncBackend
-from .._base import error_for, io_failed
+from .._base import RESUME_EXTENSION, error_for, io_failed
 from .._family import Family
+from .._overrides import liveness_policy
 from .network import AsyncWakingStream, unwatch
 
-__all__ = ["AsyncLivenessStream", "AsyncPassThrough"]
+__all__ = ["AsyncLivenessStream", "AsyncPassThrough", "AsyncResumingStream"]
 
 #: What a body yields to hand its steady reads to the backend's reader (never released).
 _STEADY: Any = object()
@@ -138,3 +142,93 @@ class AsyncLivenessStream:
         self._engine.closed(AsyncBackend.now())
         with AsyncBackend.shield():
             await self._inner.aclose()
+
+
+#: Request headers a resume (a GET without a body) does not carry over from the request it resumes.
+_NOT_RESENT = frozenset({"content-type", "content-length", "transfer-encoding", "content-encoding"})
+
+
+class AsyncResumingStream:
+    """The body of a resumable stream (:mod:`otel_liveness.core.resume`: an OpenAI Responses
+    background response): whole events only, and when the stream dies after content, resumed --
+    ``GET .../responses/{id}?stream=true&starting_after=<the last event released>`` sent through
+    the transport itself (judged like any generation, its failures before content retried) -- so
+    the caller reads an exact continuation. When no resume is possible (the id unknown, the
+    attempts or the wall budget spent, the resume refused) the death is raised as it came: the
+    truncation, with the resume's failure as its context. The caller's report is the request's
+    across its streams: the attempts of each, ``resumes``, and the last stream's ending."""
+
+    def __init__(self, transport: Any, request: Any, stream: Any, report: dict[str, Any], engine: Engine) -> None:
+        self._transport = transport
+        self._request = request
+        self._stream = stream
+        self._report = report
+        self._policy = engine.policy
+        url = request.url
+        query = url.query.decode("ascii", "replace") if isinstance(url.query, bytes) else str(url.query)
+        self._aligner = FrameAligner(background_stream_id(url.path, query))
+        self._state = ResumeState(engine.start_time)
+        self._attempts: list[Any] = []  # the attempts of the streams resumed from
+        self._current = report  # the report of the stream being read
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        aligner = self._aligner
+        stream = self._stream
+        try:
+            while True:
+                try:
+                    async for chunk in stream:
+                        out = aligner.feed(chunk)
+                        if out:
+                            yield out
+                except Exception as exc:  # noqa: BLE001 - resumed, or raised as it came
+                    stream = await self._resume(exc)
+                    continue
+                rest = aligner.flush()
+                if rest:
+                    yield rest
+                return
+        finally:
+            self._merge()
+
+    async def _resume(self, exc: Exception) -> Any:
+        """The body of the stream that continues the one ``exc`` ended, or ``exc`` raised."""
+        if not isinstance(liveness_error(exc), StreamTruncated):
+            raise exc
+        policy = self._policy
+        target = resume_target(str(self._request.url), self._aligner, self._state, max_attempts=policy.max_attempts,
+                               wall_timeout=policy.wall_timeout, now=AsyncBackend.now())
+        if target is None:
+            raise exc
+        url, left = target
+        self._state.resumes += 1
+        self._attempts.extend(self._current.get("attempts") or ())
+        headers = [(k, v) for k, v in self._request.headers.multi_items() if k.lower() not in _NOT_RESENT]
+        request = self._transport._family.module.Request("GET", url, headers=headers,
+                                                          extensions={RESUME_EXTENSION: True})
+        limit = liveness_policy(wall_timeout=left) if left is not None else contextlib.nullcontext()
+        try:
+            with limit:
+                response = await self._transport.handle_async_request(request)
+        except Exception as resume_error:
+            raise exc from resume_error
+        report = response.extensions.get("liveness")
+        if response.status_code != 200 or not isinstance(report, dict):
+            await response.aclose()
+            raise exc
+        self._current = report
+        self._aligner.resumed()
+        self._stream = response.stream
+        return response.stream
+
+    def _merge(self) -> None:
+        """The caller's report: the last stream's, with every stream's attempts and the resumes."""
+        if not self._state.resumes:
+            return
+        last = self._current
+        merged = {**last, "attempts": [*self._attempts, *(last.get("attempts") or ())], "resumes": self._state.resumes}
+        self._report.clear()
+        self._report.update(merged)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()

@@ -3,7 +3,7 @@
 do not edit.
 
 - :mod:`.transport` -- the request loop: one request's attempts, each command of the engine executed;
-- :mod:`.stream` -- the body the caller reads, judged read by read;
+- :mod:`.stream` -- the body the caller reads, judged read by read (and a resumable one's, resumed);
 - :mod:`.network` -- the network backend whose reads wake at the engine's hints;
 - :mod:`.http2` -- HTTP/2: each stream of a shared connection judged and ended on its own.
 
@@ -13,7 +13,7 @@ it owns (:class:`SyncPoolTransport`).
 
 from .http2 import SyncH2Pool, SyncH2Stream, SyncH2Wait
 from .network import SyncWakingBackend, SyncWakingStream
-from .stream import SyncLivenessStream, SyncPassThrough
+from .stream import SyncLivenessStream, SyncPassThrough, SyncResumingStream
 from .transport import SyncLivenessMixin, SyncPoolTransport
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "SyncLivenessStream",
     "SyncPassThrough",
     "SyncPoolTransport",
+    "SyncResumingStream",
     "SyncWakingBackend",
     "SyncWakingStream",
 ]
