@@ -154,7 +154,8 @@ def _error_type(payload: Any) -> str:
         err = payload.get("error", payload)
         if isinstance(err, dict):
             for key in ("type", "code"):
-                value = _str(err.get(key), 64)
+                code = err.get(key)
+                value = str(code) if isinstance(code, int) and not isinstance(code, bool) else _str(code, 64)
                 if value and value != "error":  # the envelope's own type, not the error's
                     return value
     return "unknown"
@@ -482,6 +483,12 @@ class OpenAIChatProfile(ProviderProfile):
             facts.error_type = _error_type(_json(data))
             return ERROR
         payload: Any = None
+        if b'"error"' in data:  # an error member beside a chunk's own (OpenRouter's upstream errors)
+            payload = _json(data)
+            if isinstance(payload, dict) and not _empty(payload.get("error")):
+                facts.error_type = _error_type(payload)
+                _chat_facts(payload, facts)
+                return ERROR
         if facts.response_id is None:
             payload = _json(data)
             if isinstance(payload, dict):
