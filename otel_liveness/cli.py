@@ -101,7 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     from .demo import COLUMNS
 
     d = sub.add_parser("demo", help="run the agent-shaped demo on the embedded simulated provider",
-                       description="Eight agent turns, each a real anthropic SDK streaming call through the transport, "
+                       description="Ten agent turns, nine real anthropic SDK streaming calls through the transport and an "
+                                   "OpenAI Responses background response read with httpx2, "
                                    "against the embedded simulated provider, each meeting one failure shape; exit "
                                    "status 0 only if every turn behaved as the policy says.",
                        epilog="the table's columns: " + "; ".join(f"{name}: {meaning}" for name, meaning in COLUMNS))

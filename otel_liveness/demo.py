@@ -1,8 +1,9 @@
 """``otel-liveness demo``: an agent-shaped run on the embedded simulated provider.
 
-Each turn is a real anthropic SDK streaming call through the liveness transport, and meets one
-failure shape of the policy table. Time is scaled (``--time-scale``): provider seconds and the
-policy's durations are multiplied by it, so minutes of thinking take seconds.
+Each turn is a real anthropic SDK streaming call through the liveness transport (one, an OpenAI
+Responses background response read with httpx2), and meets one failure shape of the policy table.
+Time is scaled (``--time-scale``): provider seconds and the policy's durations are multiplied by
+it, so minutes of thinking take seconds.
 
 The exit status is a self-check: 0 only if every turn behaved as the policy says.
 """
@@ -24,7 +25,7 @@ from .core.events import AttemptEnded, Heartbeats, RetryScheduled, SemanticNotic
 from .core.policy import Policy, parse_candidate
 from .testing import Scenario, SimulatedProvider, anthropic_reply
 from .testing import steps as s
-from .testing.scripts import anthropic_error, anthropic_status, sse_event
+from .testing.scripts import anthropic_error, anthropic_status, background_response, sse_event
 from .transport._base import BUDGETS
 
 __all__ = ["SCENARIOS", "fleet_failures", "run_demo"]
@@ -34,7 +35,7 @@ MODEL = "claude-sim-1"
 
 @dataclass(frozen=True)
 class Expect:
-    outcome: str  # completed | truncated_then_continued | wall_budget | provider_failure
+    outcome: str  # completed | truncated_then_continued | resumed | wall_budget | provider_failure
     attempts: int  # provider attempts the server receives
     continuations: int = 0  # model-visible continuations the agent makes
     min_notices: int = 0
@@ -49,6 +50,9 @@ class DemoScenario:
     wall: float | None = None  # provider seconds
     prompt_bytes: int = 0  # pad the turn's prompt to this size (the first-byte bound scales with it)
     fleet_failures: int = 0  # calls of other agents of this process that failed just before the turn
+    #: The turn's wire: ``anthropic`` (an anthropic SDK streaming call), or ``responses-background``
+    #: (an OpenAI Responses background response read with the agent's own httpx2 client).
+    wire: str = "anthropic"
 
 
 def _continuation_scripts(ts: float) -> list[list[Any]]:
@@ -118,6 +122,12 @@ SCENARIOS: list[DemoScenario] = [
         "failures, sheds this call's retries (one attempt, not three)",
         lambda ts: [[anthropic_status(529, "overloaded_error")]],
         Expect("provider_failure", 1), fleet_failures=3,
+    ),
+    DemoScenario(
+        "background_resumed", "an OpenAI Responses background response whose connection is reset mid-event "
+        "after content: resumed after the last whole event (starting_after), not truncated, not re-run",
+        lambda ts: background_response("The report is ready: three findings.", deltas=6, die_after=7, dead=s.Reset()),
+        Expect("resumed", 2), wire="responses-background",
     ),
 ]
 
@@ -238,54 +248,28 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
     from . import wrap
 
     result = TurnResult(scenario.name, scenario.title, expected=scenario.expect.__dict__)
-    provider.add(scenario.name, Scenario(scenario.script(ts)))
+    script = scenario.script(ts)
+    provider.add(scenario.name, script if isinstance(script, Scenario) else Scenario(script))
     events: list[Any] = []
     policy = scaled_policy(ts, shadow=shadow, wall=scenario.wall).replace(capture_dir=capture_dir,
                                                                           candidates=canary_candidates(ts))
     BUDGETS.clear()  # each turn on its own: the host's retry budget full (core/budget.py) ...
     fleet_failures(provider, scenario, policy)  # ... unless other agents spent it just before
     transport = wrap(httpx2.HTTPTransport(), policy, hooks=[events.append, *hooks])
-    client = anthropic.Anthropic(
-        base_url=provider.base_url(scenario.name), api_key="sk-ant-demo-not-a-real-key", max_retries=0,
-        http_client=httpx2.Client(transport=transport, timeout=httpx2.Timeout(600 * ts, connect=5.0)),
-    )
+    http = httpx2.Client(transport=transport, timeout=httpx2.Timeout(600 * ts, connect=5.0))
+    client = anthropic.Anthropic(base_url=provider.base_url(scenario.name), api_key="sk-ant-demo-not-a-real-key",
+                                 max_retries=0, http_client=http)
     prompt = f"Demo turn: {scenario.name}"
     if scenario.prompt_bytes:
         prompt += " " + "lorem ipsum " * (scenario.prompt_bytes // 12)
-    messages: list[Any] = [{"role": "user", "content": prompt}]
     started = time.monotonic()
     turn_span = tracer.start_as_current_span(f"agent turn {scenario.name}") if tracer is not None else nullcontext()
     with turn_span:
         try:
-            for _ in range(3):  # a continuation is another call, visible to the model
-                result.requests += 1
-                try:
-                    with client.messages.stream(model=MODEL, max_tokens=256, messages=messages) as stream:
-                        result.text += stream.get_final_text()
-                    result.outcome = "completed" if not result.continuations else "truncated_then_continued"
-                    break
-                except Exception as exc:  # noqa: BLE001 - classified below
-                    err = liveness_error(exc)
-                    if isinstance(err, StreamTruncated):
-                        result.truncation_prefix_bytes = len(err.prefix)
-                        assistant = continuation_message(err.partial or {})
-                        if assistant is None:
-                            result.outcome, result.error = "truncated", str(err)
-                            break
-                        result.text += "".join(b.get("text", "") for b in assistant["content"])
-                        messages = [*messages, assistant]
-                        result.continuations += 1
-                        continue
-                    if isinstance(err, WallTimeout):
-                        result.outcome, result.error = "wall_budget", f"wall budget of {err.budget / ts:g} provider-s"
-                    elif isinstance(err, ProviderError) or isinstance(exc, anthropic.APIStatusError):
-                        status = getattr(exc, "status_code", None)
-                        cause = err.last_cause if isinstance(err, ProviderError) else None
-                        result.outcome = "provider_failure"
-                        result.error = f"provider failure: {status or cause}"
-                    else:
-                        result.outcome, result.error = "unexpected", f"{type(exc).__name__}: {exc}"
-                    break
+            if scenario.wire == "responses-background":
+                _background_turn(http, provider.base_url(scenario.name), prompt, result)
+            else:
+                _sdk_turn(client, prompt, ts, result)
         finally:
             client.close()
     result.seconds = round(time.monotonic() - started, 3)
@@ -304,6 +288,63 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
     result.stop_reason = ends[-1].report.stop_reason.value if ends and ends[-1].report.stop_reason else None
     result.ok = _check(result, scenario.expect, shadow)
     return result
+
+
+def _sdk_turn(client: Any, prompt: str, ts: float, result: TurnResult) -> None:
+    """The agent's turn as an anthropic SDK streaming call, continued from a truncation's partial
+    message (a new call, visible to the model) at most twice."""
+    import anthropic
+
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(3):  # a continuation is another call, visible to the model
+        result.requests += 1
+        try:
+            with client.messages.stream(model=MODEL, max_tokens=256, messages=messages) as stream:
+                result.text += stream.get_final_text()
+            result.outcome = "completed" if not result.continuations else "truncated_then_continued"
+            break
+        except Exception as exc:  # noqa: BLE001 - classified below
+            err = liveness_error(exc)
+            if isinstance(err, StreamTruncated):
+                result.truncation_prefix_bytes = len(err.prefix)
+                assistant = continuation_message(err.partial or {})
+                if assistant is None:
+                    result.outcome, result.error = "truncated", str(err)
+                    break
+                result.text += "".join(b.get("text", "") for b in assistant["content"])
+                messages = [*messages, assistant]
+                result.continuations += 1
+                continue
+            if isinstance(err, WallTimeout):
+                result.outcome, result.error = "wall_budget", f"wall budget of {err.budget / ts:g} provider-s"
+            elif isinstance(err, ProviderError) or isinstance(exc, anthropic.APIStatusError):
+                status = getattr(exc, "status_code", None)
+                cause = err.last_cause if isinstance(err, ProviderError) else None
+                result.outcome = "provider_failure"
+                result.error = f"provider failure: {status or cause}"
+            else:
+                result.outcome, result.error = "unexpected", f"{type(exc).__name__}: {exc}"
+            break
+
+
+def _background_turn(http: Any, base_url: str, prompt: str, result: TurnResult) -> None:
+    """The agent's turn as an OpenAI Responses background response (``"background": true``,
+    streamed), read with its own httpx2 client through the transport: the text of every
+    ``response.output_text.delta`` event, once."""
+    result.requests += 1
+    body = {"model": "gpt-sim-1", "input": prompt, "stream": True, "background": True}
+    try:
+        with http.stream("POST", base_url + "/v1/responses", json=body) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: ") and '"response.output_text.delta"' in line:
+                    result.text += json.loads(line[6:])["delta"]
+            report = response.extensions["liveness"]
+    except Exception as exc:  # noqa: BLE001 - classified as the SDK turn's are
+        err = liveness_error(exc)
+        result.outcome, result.error = ("truncated" if isinstance(err, StreamTruncated) else "unexpected"), str(exc)
+        return
+    resumed = report.get("resumes", 0) and report["stop_reason"] == "completed"
+    result.outcome = "resumed" if resumed else str(report["stop_reason"])
 
 
 def fleet_failures(provider: SimulatedProvider, scenario: DemoScenario, policy: Policy) -> None:
@@ -349,7 +390,7 @@ def _span_summary(exporter: Any, reader: Any) -> dict[str, Any]:
     from .telemetry import semconv as S
 
     spans = list(exporter.get_finished_spans())
-    attempts = [sp for sp in spans if S.HTTP_REQUEST_RESEND_COUNT in sp.attributes and sp.name.startswith("POST")]
+    attempts = [sp for sp in spans if S.HTTP_REQUEST_RESEND_COUNT in sp.attributes and sp.name.startswith(("POST", "GET"))]
     kinds: Counter[str] = Counter(e.attributes.get(S.EVENT_KIND, "?") for sp in attempts for e in sp.events)
     outcomes = Counter(sp.attributes.get(S.ATTEMPT_OUTCOME, "?") for sp in attempts)
     metrics: dict[str, float] = {}
@@ -415,7 +456,7 @@ def run_demo(*, names: list[str] | None = None, time_scale: float = 0.02, shadow
 #: What the columns of the demo's table mean (printed under it, and in ``demo --help``).
 COLUMNS = (
     ("turn", "the scenario: one agent turn, a real anthropic SDK streaming call through the transport"),
-    ("outcome", "what the agent got: completed, truncated_then_continued, wall_budget, provider_failure"),
+    ("outcome", "what the agent got: completed, truncated_then_continued, resumed, wall_budget, provider_failure"),
     ("att", "provider attempts the simulated provider received (the transport's retries below the SDK included)"),
     ("hb", "heartbeats (pings) the transport saw on the wire"),
     ("ntc", "notices: 30 provider-seconds of semantic silence (no text, thinking or tool call) -- told, never killed"),
