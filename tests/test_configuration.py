@@ -69,7 +69,7 @@ def test_a_bad_variable_is_one_warning_naming_it_and_what_is_used(monkeypatch: p
     typo = next(m for m in messages if "RAW_IDLE_TIMOUT" in m)
     assert "'5' is ignored" in typo and "did you mean OTEL_LIVENESS_RAW_IDLE_TIMEOUT?" in typo
     banana = next(m for m in messages if "MAX_ATTEMPTS" in m)
-    assert "'banana' is ignored" in banana and "the default, 3, is used" in banana
+    assert "'banana' is ignored" in banana and "the value set in code, else the default (3), is used" in banana
     assert any("SEMANTIC_TIMEOUT" in m and "shorter than semantic_notice_interval" in m for m in messages)
 
 

@@ -55,7 +55,7 @@ def test_from_env() -> None:
             "OTEL_LIVENESS_MAX_ATTEMPTS": "5",
             "OTEL_LIVENESS_SHADOW": "true",
             "OTEL_LIVENESS_PROVIDER": "openai-chat",
-            "OTEL_LIVENESS_MODE": "enforce",  # read by the instrumentor, not a policy field
+            "OTEL_LIVENESS_MODE": "shadow",  # the mode, as OTEL_LIVENESS_SHADOW says it (a contradiction: tested below)
             "PATH": "/bin",
         }
     )

@@ -18,6 +18,7 @@ from otel_liveness.core.retry import (
     attempt_outcome,
     backoff,
     decide,
+    failure_reason,
     retry_after,
 )
 
@@ -176,3 +177,13 @@ def test_cause_strings_are_low_cardinality() -> None:
     assert status(529).cause == "status_529"
     assert Failure(FailureKind.ERROR_EVENT, error_type="overloaded_error").cause == "error_event:overloaded_error"
     assert Failure(FailureKind.RAW_SILENCE).cause == "raw_silence"
+
+
+@pytest.mark.parametrize(("code", "reason"), [
+    ("502", RetryReason.SERVER_ERROR), ("529", RetryReason.OVERLOADED), ("429", RetryReason.RATE_LIMITED),
+    ("408", RetryReason.REQUEST_TIMEOUT), ("400", None), ("4000", None),
+])
+def test_an_in_band_error_whose_code_is_an_http_status_is_judged_as_that_status(code: str,
+                                                                               reason: RetryReason | None) -> None:
+    """OpenRouter's mid-stream errors carry the upstream status as their code (``"code": 502``)."""
+    assert failure_reason(Failure(FailureKind.ERROR_EVENT, error_type=code)) is reason

@@ -110,6 +110,29 @@ def test_a_healthy_reply_on_a_chosen_port_and_a_clean_exit_on_sigint() -> None:
     assert status == 0 and "Traceback" not in err, err
 
 
+def test_serve_answers_like_the_api_and_says_how_to_point_auto_instrumentation_at_it() -> None:
+    """A non-streaming call gets the API's JSON (a Message, a ChatCompletion, a Response), the
+    Responses wire streams too, and standard error gives the OTEL_LIVENESS_HOSTS line."""
+    with serve("--scenario", "dead_socket", "--time-scale", "0.05") as server:
+        with anthropic_client(server.url, []) as client:
+            message = client.messages.create(model="claude-sim-1", max_tokens=64,
+                                             messages=[{"role": "user", "content": "hi"}])
+        assert isinstance(message, anthropic.types.Message)
+        assert message.content[0].text == "Recovered after a dead socket." and message.stop_reason == "end_turn"
+        transport = otel_liveness.wrap(httpx2.HTTPTransport(), telemetry=False)
+        with openai.OpenAI(base_url=server.url + "/v1", api_key="sk-serve-test", max_retries=0,
+                           http_client=httpx2.Client(transport=transport, timeout=30)) as oai:
+            completion = oai.chat.completions.create(model="gpt-sim-1", messages=[{"role": "user", "content": "hi"}])
+            assert completion.choices[0].message.content == "Recovered after a dead socket."
+            response = oai.responses.create(model="gpt-sim-1", input="hi")
+            assert response.output_text == "Recovered after a dead socket."
+            events = list(oai.responses.create(model="gpt-sim-1", input="hi", stream=True))
+            assert events[-1].type == "response.completed"
+        status, err = server.stop(signal.SIGTERM)
+    assert status == 0, err
+    assert "OTEL_LIVENESS_HOSTS=127.0.0.1 OTEL_LIVENESS_MODE=enforce" in err and "POST /v1/responses" in err
+
+
 def test_a_port_in_use_is_one_line_and_exit_2() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -133,9 +156,9 @@ def test_list_and_an_unknown_scenario() -> None:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[sc.name for sc in SCENARIOS])
-def test_every_scenario_has_both_wires(scenario: Any) -> None:
-    # Scripts for both wires, at any time scale, and each attempt a non-empty script.
-    for wire in (scenario.anthropic, scenario.openai):
+def test_every_scenario_has_all_three_wires(scenario: Any) -> None:
+    # Scripts for the three wires, at any time scale, and each attempt a non-empty script.
+    for wire in (scenario.anthropic, scenario.openai, scenario.responses):
         attempts = wire(0.05)
         assert attempts and all(attempts), scenario.name
 

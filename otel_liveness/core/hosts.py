@@ -14,9 +14,29 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["HostMatcher"]
+__all__ = ["HostMatcher", "host_of"]
 
 _LABEL_PART = "[a-z0-9_-]+"
+
+
+_HOST = re.compile(r"[a-z0-9_*.-]+|\[[0-9a-f:.]+\]")
+
+
+def host_of(entry: str) -> str | None:
+    """The host an ``OTEL_LIVENESS_HOSTS`` entry names: a host name or pattern as it is, the host of
+    a URL (``http://127.0.0.1:8765/v1`` -> ``127.0.0.1``) or of ``host:port``; ``None`` for what
+    names no host (the caller warns)."""
+    text = entry.strip().lower()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    text = text.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
+    if text.startswith("["):  # [IPv6]:port
+        text = text.split("]", 1)[0] + "]"
+    elif text.count(":") == 1:
+        name, _, port = text.partition(":")
+        text = name if port.isdigit() else text
+    text = text.rstrip(".")
+    return text.strip("[]") if text and _HOST.fullmatch(text) else None
 
 
 class HostMatcher:

@@ -255,8 +255,17 @@ class Policy:
                           self.max_retry_after)
 
     def replace(self, **changes: Any) -> Policy:
-        """A copy with ``changes`` applied (validated)."""
-        return replace(self, **changes)
+        """A copy with ``changes`` applied (validated); the fields set in code are this policy's
+        and the changed ones (:attr:`given`)."""
+        copy = replace(self, **changes)
+        object.__setattr__(copy, "_given", self.given | frozenset(changes))
+        return copy
+
+    @property
+    def given(self) -> frozenset[str]:
+        """The fields set in code -- passed to the constructor or to :meth:`replace` -- which the
+        ``OTEL_LIVENESS_*`` variables do not override (:meth:`from_env`, with ``base``)."""
+        return typing.cast("frozenset[str]", getattr(self, "_given", frozenset()))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, base: Policy | None = None, *,
@@ -273,6 +282,7 @@ class Policy:
 
             environ = os.environ
         base = base or cls()
+        given = base.given
         known = {f.name for f in fields(cls)}
         changes: dict[str, Any] = {}
         for key, raw in environ.items():
@@ -282,11 +292,25 @@ class Policy:
             if name in _ENV_IGNORED:
                 continue
             try:
-                if name not in known:
-                    close = difflib.get_close_matches(name, known, 1)
+                if name == "mode":  # the mode: shadow observes, enforce acts (the policy's shadow)
+                    name = "shadow"
+                    mode = raw.strip().lower()
+                    if mode not in ("shadow", "enforce"):
+                        raise InvalidPolicy(key, f"expected shadow or enforce, got {raw!r}")
+                    value: Any = mode == "shadow"
+                    shadow = environ.get("OTEL_LIVENESS_SHADOW")
+                    if shadow is not None and shadow.strip().lower() in (_TRUE if not value else _FALSE):
+                        raise InvalidPolicy(key, f"{raw!r} contradicts OTEL_LIVENESS_SHADOW={shadow!r}, which is used")
+                    if shadow is not None:
+                        continue  # (the same, said twice)
+                elif name not in known:
+                    close = difflib.get_close_matches(name, [*known, *_ENV_IGNORED, "mode"], 1, 0.75)
                     hint = f"did you mean OTEL_LIVENESS_{close[0].upper()}?" if close else "docs/configuration.md lists them"
                     raise InvalidPolicy(key, f"unknown setting; {hint}")
-                value = _parse_env(key, name, raw.strip())
+                else:
+                    value = _parse_env(key, name, raw.strip())
+                if name in given:
+                    continue  # set in code: the code's value stands (OpenTelemetry's precedence)
                 if on_invalid is not None:
                     replace(base, **{name: value})  # (validated alone: one bad value leaves the rest)
             except InvalidPolicy as exc:
@@ -298,12 +322,29 @@ class Policy:
         if not changes:
             return base
         try:
-            return replace(base, **changes)
+            merged = replace(base, **changes)
         except InvalidPolicy as exc:  # values valid alone, not together (a timeout below its notice interval)
             if on_invalid is None:
                 raise
             on_invalid(", ".join(f"OTEL_LIVENESS_{n.upper()}" for n in changes), "", exc)
             return base
+        object.__setattr__(merged, "_given", given)  # (what the environment set is still not code's)
+        return merged
+
+
+def _track_given(init: Callable[..., None]) -> Callable[..., None]:
+    """The dataclass constructor, noting which fields the caller set (:attr:`Policy.given`)."""
+    names = tuple(f.name for f in fields(Policy))
+
+    @functools.wraps(init)
+    def __init__(self: Policy, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        object.__setattr__(self, "_given", frozenset(names[: len(args)]) | frozenset(kwargs))
+
+    return __init__
+
+
+setattr(Policy, "__init__", _track_given(Policy.__init__))  # noqa: B010 - (mypy: a method is not assignable)
 
 
 #: At most this many candidate policies: each is one more replay of every attempt at its end (CPU
@@ -386,7 +427,7 @@ def _candidates(value: Any) -> tuple[tuple[str, Policy], ...] | None:
     return tuple(pairs) or None
 
 
-_ENV_IGNORED = {"mode", "hosts", "pure"}  # read by the instrumentor (and the core: pure), not the policy
+_ENV_IGNORED = {"hosts", "pure"}  # read by the transports' host filter (and the core: pure), not the policy
 
 
 _TRUE = ("1", "true", "yes", "on")

@@ -27,6 +27,7 @@ connect error (server never got the request)   retry
 read error, raw silence, first-byte timeout,   retry (nothing was released, so a re-send cannot
 EOF before content                             duplicate what the caller saw)
 in-band error: overloaded/api/server/timeout   retry; ``rate_limit_error`` -> patient budget
+in-band error whose code is an HTTP status     as that status (OpenRouter's ``"code": 502``)
 in-band error: any other type                  reject
 semantic timeout before content                retry
 the HTTP library refused to send the request   never retried: its own exception, as it came
@@ -229,7 +230,10 @@ def failure_reason(failure: Failure) -> RetryReason | None:
         headers = failure.headers or {}
         return _status_reason(failure.status or 0, headers.get("x-should-retry"))
     if failure.kind is FailureKind.ERROR_EVENT:
-        return _RETRYABLE_ERROR_TYPES.get(failure.error_type or "")
+        error_type = failure.error_type or ""
+        if error_type.isdigit():  # an error code that is an HTTP status (OpenRouter's: 502, 429...)
+            return _status_reason(int(error_type), None) if len(error_type) == 3 else None
+        return _RETRYABLE_ERROR_TYPES.get(error_type)
     return _KIND_REASON.get(failure.kind)
 
 

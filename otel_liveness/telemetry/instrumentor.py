@@ -11,8 +11,9 @@ Environment (read at ``instrument()``):
 =====================================  ============================================================
 ``OTEL_LIVENESS_MODE``                 ``shadow`` (default) or ``enforce``
 ``OTEL_LIVENESS_HOSTS``                comma-separated provider hosts or host patterns (``*`` is one
-                                       DNS label or part of one), replacing the default: every host
-                                       the provider profiles know (:data:`DEFAULT_HOSTS`)
+                                       DNS label or part of one; a URL or ``host:port`` names its
+                                       host), replacing the default: every host the provider
+                                       profiles know (:data:`DEFAULT_HOSTS`)
 ``OTEL_LIVENESS_<POLICY FIELD>``       any :class:`~otel_liveness.Policy` field, e.g.
                                        ``OTEL_LIVENESS_RAW_IDLE_TIMEOUT=45``
 =====================================  ============================================================
@@ -31,6 +32,7 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from ..core.errors import InvalidPolicy
+from ..core.hosts import host_of
 from ..core.providers import HOST_PATTERNS
 from ..transport import family_of, installed_modules, is_liveness_transport, liveness_in, liveness_transports, seat, unseat
 from ..transport._base import policy_from_env, warn_invalid_variable
@@ -67,12 +69,21 @@ class LivenessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # the base 
             warn_invalid_variable("OTEL_LIVENESS_MODE", environ.get("OTEL_LIVENESS_MODE", ""),
                                   InvalidPolicy("OTEL_LIVENESS_MODE", "expected shadow or enforce"))
             mode = "shadow"
-        policy = kwargs.get("policy") or policy_from_env()
+        policy = policy_from_env(kwargs.get("policy"))
         policy = policy.replace(shadow=mode == "shadow")
         hosts = kwargs.get("hosts")
         if hosts is None:
             raw = environ.get("OTEL_LIVENESS_HOSTS", "")
-            hosts = [h.strip() for h in raw.split(",") if h.strip()] or list(DEFAULT_HOSTS)
+            hosts = []
+            for entry in (h for h in raw.split(",") if h.strip()):
+                host = host_of(entry)
+                if host is None:
+                    warn_invalid_variable("OTEL_LIVENESS_HOSTS", raw, InvalidPolicy(
+                        "OTEL_LIVENESS_HOSTS", f"{entry.strip()!r} names no host (a host name, a pattern, "
+                        "host:port or a URL)"))
+                else:
+                    hosts.append(host)
+            hosts = hosts or list(DEFAULT_HOSTS)
         hook = TelemetryHook(kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
         extra_hooks = list(kwargs.get("hooks") or ())
         self._originals = {}

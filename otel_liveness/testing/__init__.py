@@ -19,7 +19,10 @@ A scenario is a list of attempt scripts: the n-th request to ``/s/<name>/...`` p
 by ``time_scale``. Requests are logged (``provider.requests(name)``) with their headers (credential
 headers redacted) and body.
 
-The pytest fixture ``simulated_provider`` (installed as a pytest plugin) yields a started server.
+The pytest fixture ``simulated_provider`` (installed as a pytest plugin) yields a started server;
+the plugin also starts every test with the process's retry budgets full
+(:func:`reset_retry_budgets`), so a test that spends them on failures never sheds a later test's
+retries.
 """
 
 from __future__ import annotations
@@ -29,6 +32,18 @@ from .provider import SimulatedProvider
 from .scenario import RequestLog, Scenario
 from .scripts import anthropic_error, anthropic_reply, openai_chat_reply, sse_event
 
+
+def reset_retry_budgets() -> None:
+    """Fill the process's retry budgets again (every provider host's: ``core/budget.py``). They are
+    shared by every transport of a process -- what a fleet of agents takes from a provider that is
+    down -- so in a test suite, tests that exercise failures drain them and a later test's retry
+    is shed. The pytest plugin calls this before every test; call it yourself between cases of
+    another test runner."""
+    from ..transport._base import BUDGETS
+
+    BUDGETS.clear()
+
+
 __all__ = [
     "RequestLog",
     "Scenario",
@@ -36,6 +51,7 @@ __all__ = [
     "anthropic_error",
     "anthropic_reply",
     "openai_chat_reply",
+    "reset_retry_budgets",
     "sse_event",
     "steps",
 ]

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .nonstreaming import as_json_reply, streams
 from .scenario import RequestLog, Scenario
-from .scripts import anthropic_reply, openai_chat_reply
+from .scripts import anthropic_reply, openai_chat_reply, openai_responses_reply
 from .steps import Close, HangBeforeHeaders, Headers, Raw, Reset, Sleep, Stall, Status, Trickle
 
 __all__ = ["RequestLog", "Scenario", "SimulatedProvider"]
@@ -41,8 +42,12 @@ class SimulatedProvider:
 
     def __init__(self, scenarios: dict[str, Scenario] | None = None, *, time_scale: float = 1.0,
                  http2: bool = False, ssl_context: ssl.SSLContext | None = None, host: str = "127.0.0.1",
-                 port: int = 0, log_limit: int | None = None) -> None:
+                 port: int = 0, log_limit: int | None = None, json_replies: bool = True) -> None:
         self.time_scale = time_scale
+        #: A request that does not ask for a stream (no ``"stream": true``) gets the JSON reply the
+        #: API sends (:mod:`.nonstreaming`), folded from the scenario's stream; ``False`` plays
+        #: every script as written.
+        self.json_replies = json_replies
         self.http2 = http2
         self.host = host
         self._ssl = ssl_context
@@ -154,6 +159,7 @@ class SimulatedProvider:
     def _default(self) -> None:
         self._state.scenarios.setdefault("ok", Scenario([[Headers(), *anthropic_reply()]]))
         self._state.scenarios.setdefault("openai-ok", Scenario([[Headers(), *openai_chat_reply()]]))
+        self._state.scenarios.setdefault("responses-ok", Scenario([[Headers(), *openai_responses_reply()]]))
 
     # -- the server -------------------------------------------------------------------------------
 
@@ -202,6 +208,8 @@ class SimulatedProvider:
             name = path.split("/", 3)[2]
         elif path.endswith("/chat/completions"):
             name = "openai-ok"
+        elif path.endswith("/responses") or "/responses/" in path:
+            name = "responses-ok"
         scenario = self._state.scenarios.get(name)
         if scenario is None:
             return [Status(404, json.dumps({"error": f"no scenario {name!r}"}).encode())], RequestLog(
@@ -212,7 +220,10 @@ class SimulatedProvider:
         log = RequestLog(name, n, method, path, {k: ("<redacted>" if k in _REDACT else v) for k, v in headers.items()},
                          body, request_id, query=target.partition("?")[2])
         self._state.log.append(log)
-        return scenario.script_for(n, method, target), log
+        script = scenario.script_for(n, method, target)
+        if self.json_replies and method == "POST" and not streams(body):
+            script = as_json_reply(script, path)
+        return script, log
 
     async def _respond(self, method: str, target: str, headers: dict[str, str], body: bytes,
                        reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:

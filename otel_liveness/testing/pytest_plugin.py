@@ -1,4 +1,7 @@
-"""pytest plugin: the ``simulated_provider`` fixture (a started :class:`SimulatedProvider`)."""
+"""pytest plugin (installed with the package): the ``simulated_provider`` fixture (a started
+:class:`SimulatedProvider`), and every test started with the process's retry budgets full
+(:func:`~otel_liveness.testing.reset_retry_budgets`): a failure-heavy test must not shed a later
+test's retries, whatever order the tests run in. ``-p no:otel_liveness`` turns the plugin off."""
 
 from __future__ import annotations
 
@@ -6,7 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from . import reset_retry_budgets
 from .provider import SimulatedProvider
+
+
+@pytest.fixture(autouse=True)
+def _otel_liveness_full_retry_budgets() -> None:
+    """Each test starts with the retry budgets of every provider host full."""
+    reset_retry_budgets()
 
 
 @pytest.fixture

@@ -66,9 +66,18 @@ class TransportBase:
         elif transport_kwargs:
             raise TypeError(f"transport options {sorted(transport_kwargs)} apply only when no inner transport is given")
         self._inner = inner
-        # An explicit policy is used as given; without one, the OTEL_LIVENESS_* variables over the
-        # defaults (as OpenTelemetry's own components read OTEL_*): one configuration story.
-        self._policy = policy or policy_from_env()
+        if policy is not None and not isinstance(policy, Policy):
+            raise TypeError(f"policy must be an otel_liveness.Policy (or None), got {type(policy).__name__}: {policy!r}")
+        if isinstance(hosts, (str, bytes)):
+            raise TypeError(f"hosts must be an iterable of host names or patterns, got the string {hosts!r} "
+                            "(a list: hosts=[...])")
+        hooks = tuple(hooks)
+        for hook in hooks:
+            if not callable(hook):
+                raise TypeError(f"hooks must be callables (each receives every event), got {hook!r}")
+        # The policy given in code, with the OTEL_LIVENESS_* variables for every field it leaves
+        # unset (as OpenTelemetry's own components read OTEL_*): one configuration story.
+        self._policy = policy_from_env(policy)
         # Shared by every request and thread of this transport, each guarded (docs: RELIABILITY.md,
         # "Composition"): the hooks are an immutable tuple replaced under ``_lock`` (readers take
         # the current tuple without locking); the two memories lock every operation themselves.
@@ -321,12 +330,15 @@ _WARNED: set[str] = set()
 _WARNED_LOCK = threading.Lock()
 
 
-def policy_from_env() -> Policy:
-    """The policy the ``OTEL_LIVENESS_*`` variables make over the defaults. A variable that is
-    unknown or invalid is left out with one WARNING naming it and what is used instead -- never an
+def policy_from_env(policy: Policy | None = None) -> Policy:
+    """The policy a transport runs: ``policy`` (the defaults without one), with every field it was
+    not given in code (:attr:`Policy.given`) taken from its ``OTEL_LIVENESS_*`` variable when set
+    -- OpenTelemetry's precedence: code wins, the environment fills the rest, operational settings
+    (the flight recorder, candidates, ``OTEL_LIVENESS_MODE``) included. A variable that is unknown
+    or invalid is left out with one warning naming it and what is used instead -- never an
     exception: a typo must not stop an application's transports, or another instrumentor, from
     loading."""
-    return Policy.from_env(on_invalid=warn_invalid_variable)
+    return Policy.from_env(base=policy, on_invalid=warn_invalid_variable)
 
 
 def warn_invalid_variable(key: str, value: str, exc: Exception) -> None:
@@ -339,12 +351,16 @@ def warn_invalid_variable(key: str, value: str, exc: Exception) -> None:
             return
         _WARNED.add(key)
     name = key.removeprefix("OTEL_LIVENESS_").lower()
-    if name in Policy.__dataclass_fields__:
-        used = f"the default, {getattr(Policy(), name)!r}, is used"
-    elif "," in key:
-        used = "the defaults are used for them"
-    else:
+    if "unknown setting" in str(exc):
         used = "it is not a setting"
+    elif name == "mode":
+        used = "the mode set in code is used (the default: enforce under wrap(), shadow under opentelemetry-instrument)"
+    elif name in Policy.__dataclass_fields__:
+        used = f"the value set in code, else the default ({getattr(Policy(), name)!r}), is used"
+    elif "," in key:
+        used = "the values set in code, else the defaults, are used for them (valid alone, not together)"
+    else:
+        used = "it is not used"
     warnings.warn(f"otel-liveness: {key}={value!r} is ignored ({exc}); {used}", ConfigurationWarning, stacklevel=2)
 
 
