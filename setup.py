@@ -11,6 +11,7 @@ without a compiler the install still succeeds and ``otel_liveness.core.lane`` an
 and a sync body runs its own loop in Python (``SyncBackend.steady_reader`` is None).
 """
 
+import os
 import sys
 
 from setuptools import Extension, setup
@@ -26,10 +27,16 @@ class build_ext(_build_ext):
     runs its pure-Python reference, correct and slower (``otel_liveness.core.bulk.NATIVE``)."""
 
     def build_extension(self, ext: Extension) -> None:
+        # Never a stale build: a used checkout's build/ holds the last build's .so, which an
+        # install whose compile fails (CC=false, no compiler) would otherwise ship as if built now.
+        output = self.get_ext_fullpath(ext.name)
+        if os.path.exists(output):
+            os.remove(output)
         super().build_extension(ext)
         BUILT.append(ext.name)
 
     def run(self) -> None:
+        self.force = True  # (compiled again, or not at all: never "up to date" from an earlier build)
         super().run()
         missing = [ext.name for ext in self.extensions if ext.name not in BUILT]
         if missing:

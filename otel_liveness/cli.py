@@ -81,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="multiply what the recordings need by M (default 1.5)")
     t.add_argument("--holdout", type=float, default=0.25, metavar="F",
                    help="the share of recordings kept out of the fit to validate it (default 0.25)")
+    t.add_argument("--min-attempts", type=int, default=None, metavar="N",
+                   help="the fewest attempts a bound is fitted from before it is printed ready to use "
+                        "(default 20; a fit from fewer is a comment saying so)")
     t.add_argument("--provider", choices=sorted(PROFILES), default="anthropic",
                    help="the wire of recordings that do not name one (default anthropic)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
@@ -280,7 +283,14 @@ def _tune(args: argparse.Namespace) -> int:
     recordings, errors = _recordings("tune", args)
     if not recordings:
         return 2
-    result = tune(recordings, max_false_kill_rate=args.max_false_kill_rate, margin=args.margin, holdout=args.holdout)
+    from .tools.tune import MIN_ATTEMPTS
+
+    minimum = MIN_ATTEMPTS if args.min_attempts is None else args.min_attempts
+    if minimum < 1:
+        print("otel-liveness tune: need --min-attempts >= 1", file=sys.stderr)
+        return 2
+    result = tune(recordings, max_false_kill_rate=args.max_false_kill_rate, margin=args.margin, holdout=args.holdout,
+                  min_attempts=minimum)
     result["unreadable"] = errors
     print(json.dumps(result) if args.json else render(result))
     return 0

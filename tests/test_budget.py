@@ -261,3 +261,17 @@ def test_settle_applies_the_table_then_once_then_the_budget() -> None:
     # A request not to send twice gives up before the budget is asked for a token: none denied.
     decision, denied = settle(RetryState(), failure, policy, 0.0, wall_now=0.0, jitter=0.0, once=True, budget=empty)
     assert isinstance(decision, GiveUp) and not decision.budget and denied is None
+
+
+@pytest.mark.parametrize(("status", "throttles"), [(503, True), (529, True), (429, True), (500, False), (502, False)])
+def test_which_statuses_pause_the_hosts_retries(status: int, throttles: bool) -> None:
+    """A 503, like a 429 or 529, is the provider asking every caller of the host to slow down: its
+    retries pause (the other requests' too); a 500 or 502 spends a token and pauses nothing."""
+    from otel_liveness.core.retry import Failure, FailureKind, Retry, RetryState, budgeted, decide, throttling
+
+    failure = Failure(FailureKind.STATUS, status=status)
+    assert throttling(failure) is throttles
+    budget = HostBudget(RULE, 0.0)
+    decision = decide(RetryState(), failure, Policy(), wall_now=0.0, jitter=0.0)
+    assert isinstance(budgeted(budget, 0.0, failure, decision), Retry)
+    assert (budget.wait(0.0) > 0) is throttles

@@ -107,6 +107,15 @@ def test_compose_images_are_pinned_and_collector_matches_manifest(compose: dict)
     assert compose["services"]["grafana"]["image"].endswith(":11.6.0")  # the Foundation SDK's schema
 
 
+def test_compose_publishes_on_loopback_only_and_grafana_needs_a_login(compose: dict) -> None:
+    """The stack a user starts on a laptop is not open to the network: OTLP receivers take anyone's
+    data, Prometheus's lifecycle API is unauthenticated, and Grafana shows every metric."""
+    ports = [(name, port) for name, service in compose["services"].items() for port in service.get("ports", [])]
+    assert ports and all(port.get("host_ip") == "127.0.0.1" for _, port in ports), ports
+    grafana = compose["services"]["grafana"]["environment"]
+    assert grafana["GF_AUTH_ANONYMOUS_ENABLED"] == "false" and grafana["GF_SECURITY_ADMIN_PASSWORD"]
+
+
 def published(service: dict) -> set[int]:
     return {int(p["target"]) for p in service.get("ports", [])}
 

@@ -154,7 +154,7 @@ def test_the_demo_runs_without_the_opentelemetry_sdk_and_says_what_it_skipped() 
     (("opentelemetry.sdk", "opentelemetry.exporter"), ("--otlp", "http://127.0.0.1:9"),
      "otel-liveness demo: otel-liveness demo --otlp needs opentelemetry.exporter"),
     (("anthropic",), (), "otel-liveness demo: otel-liveness demo needs anthropic, which is not installed: "
-                         "pip install 'otel-liveness[anthropic]'"),
+                         "pip install 'otel-liveness[anthropic]' (from a checkout: pip install '.[anthropic]')"),
 ], ids=["otlp-without-sdk", "without-anthropic"])
 def test_a_missing_extra_is_one_line_naming_it(blocked: tuple[str, ...], argv: tuple[str, ...], message: str) -> None:
     proc = demo_without(blocked, *argv)

@@ -52,12 +52,14 @@ def run_without(blocked: tuple[str, ...], code: str) -> subprocess.CompletedProc
 
 @pytest.mark.parametrize(("blocked", "code", "message"), [
     (("httpx2",), "import otel_liveness.httpx2",
-     "otel_liveness.httpx2 needs httpx2, which is not installed: pip install 'otel-liveness[httpx2]'"),
+     "otel_liveness.httpx2 needs httpx2, which is not installed: pip install 'otel-liveness[httpx2]' "
+     "(from a checkout: pip install '.[httpx2]')"),
     (("httpx",), "import otel_liveness.httpx",
-     "otel_liveness.httpx needs httpx, which is not installed: pip install 'otel-liveness[httpx]'"),
+     "otel_liveness.httpx needs httpx, which is not installed: pip install 'otel-liveness[httpx]' "
+     "(from a checkout: pip install '.[httpx]')"),
     (("opentelemetry.instrumentation",), "import otel_liveness.telemetry as t\nt.instrument()",
      "otel_liveness.telemetry.instrument() needs opentelemetry.instrumentation, which is not installed: "
-     "pip install 'otel-liveness[instrument]'"),
+     "pip install 'otel-liveness[instrument]' (from a checkout: pip install '.[instrument]')"),
 ])
 def test_a_missing_dependency_names_the_extra(blocked: tuple[str, ...], code: str, message: str) -> None:
     proc = run_without(blocked, code)

@@ -178,6 +178,9 @@ class Policy:
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", _candidates(self.candidates))
         if self.first_byte_timeout != "auto":
+            if isinstance(self.first_byte_timeout, str):
+                raise InvalidPolicy("first_byte_timeout", f"expected seconds, a timedelta, 'auto' (scaled by the "
+                                    f"prompt's size) or None, got {self.first_byte_timeout!r}")
             object.__setattr__(self, "first_byte_timeout", seconds(self.first_byte_timeout, "first_byte_timeout"))
         for name in _DURATIONS:
             value = seconds(getattr(self, name), name, allow_none=name not in _REQUIRED)

@@ -290,17 +290,27 @@ def _number(record: Mapping[str, Any], key: str) -> float | None:
 
 def parse_recording(lines: Iterable[str], source: str | None = None) -> Recording:
     """Parse and validate the JSON Lines of one recording (either format); raise
-    :class:`CaptureError` naming ``source`` and the bad line (``record N`` without a source)."""
+    :class:`CaptureError` naming ``source`` and the bad line (``record N`` without a source). A
+    last line cut short (no line end, not JSON: the process was killed while writing it) is left
+    out, the records before it read; an empty capture is an error (it holds no attempt)."""
 
     def records() -> Iterator[tuple[int, Any]]:
+        cut: tuple[int, ValueError] | None = None  # a line that is not JSON: the last one, cut, or an error
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
+            if cut is not None:  # not the last line after all: the capture is corrupt
+                raise CaptureError(f"{source}: line {cut[0]}: not JSON ({cut[1]})" if source
+                                   else f"record {cut[0]}: not JSON ({cut[1]})")
             try:
-                yield number, json.loads(line)
+                record = json.loads(line)
             except ValueError as exc:
-                raise CaptureError(f"{source}: line {number}: not JSON ({exc})" if source
-                                   else f"record {number}: not JSON ({exc})") from None
+                if line.endswith("\n"):  # a whole line that is not JSON
+                    raise CaptureError(f"{source}: line {number}: not JSON ({exc})" if source
+                                       else f"record {number}: not JSON ({exc})") from None
+                cut = (number, exc)  # the last line, unterminated: written by a process killed mid-line
+                continue
+            yield number, record
 
     return build_recording(records(), source)
 
@@ -479,6 +489,9 @@ def build_recording(records: Iterable[tuple[int, Any]], source: str | None = Non
         else:
             raise fail(number, "needs \"data\", \"b64\", \"kind\", \"headers\", \"eof\", \"error\" or \"end\"")
     flush()
+    if not rec.chunks:
+        raise CaptureError(f"{source}: no records: an empty capture holds no attempt" if source
+                           else "no records: an empty capture holds no attempt")
     rec.end = last_t
     rec.timing = rec.meta.get("format") == "timing" or bool(rec.kinds)
     if rec.timing:  # rebuilt frames are not encoded, whatever the response's encoding was

@@ -17,6 +17,15 @@ bounds are fitted on the rest:
   largest residual over that line (or the ``1 - R`` quantile); both times the margin: the line
   ``margin x (base + slope x MiB)`` lies above every recorded prefill.
 
+**What is safe to paste.** A bound is printed as a ready ``OTEL_LIVENESS_*`` line only when it was
+fitted from at least :data:`MIN_ATTEMPTS` attempts (``--min-attempts`` overrides) and is not below
+its floor (:data:`RAW_FLOORS`): one and a half keep-alive intervals on a wire that sends them
+(keep-alives come every 27-30 s on Anthropic and OpenAI Responses: below 45 s, one that comes late
+kills a healthy stream -- what 4 recordings without a pause fit, 1 s, kills every long think), two
+minutes on a wire-silent one (a model reasons there without a byte: what the recordings show is
+not all it may do). Any other fit is printed as a comment saying why, and left out of
+``settings``, ``env`` and the candidate: the default stays.
+
 The margin (default 1.5: a gap half again as long as the longest recorded one is still no kill)
 covers what the recordings did not show; ``--margin 2.2`` also survives one lost keep-alive on a
 steady cadence. The fitted policy is then replayed (as ``whatif`` does) on the held-out part,
@@ -35,7 +44,12 @@ from ..core.providers import PROFILES
 from .recordings import Recording
 from .whatif import whatif
 
-__all__ = ["ENV_FIELDS", "fit_first_byte", "max_gaps", "render", "split", "tune"]
+__all__ = ["ENV_FIELDS", "MIN_ATTEMPTS", "RAW_FLOORS", "fit_first_byte", "max_gaps", "render", "split", "tune"]
+
+#: The fewest attempts (recordings with a body) a bound is fitted from before it is printed ready to use.
+MIN_ATTEMPTS = 20
+#: The lowest raw bound printed ready to use, per field (seconds): see the module docstring.
+RAW_FLOORS = {"raw_idle_timeout": 45.0, "raw_idle_timeout_no_keepalive": 120.0}
 
 _MIB = 1024 * 1024
 #: The fields ``tune`` recommends, in the order of its output.
@@ -103,8 +117,10 @@ def _field_of(rec: Recording) -> str:
 
 
 def tune(recordings: Sequence[Recording], *, max_false_kill_rate: float = 0.0, margin: float = 1.5,
-         holdout: float = 0.25) -> dict[str, Any]:
-    """The recommendation, the figures behind it and its held-out validation (``--json``)."""
+         holdout: float = 0.25, min_attempts: int = MIN_ATTEMPTS) -> dict[str, Any]:
+    """The recommendation, the figures behind it and its held-out validation (``--json``);
+    ``withheld``: the bounds fitted but not recommended (too few attempts, below the floor), each
+    with why."""
     fit, held = split(recordings, holdout)
     rate = max_false_kill_rate
     warnings: list[str] = []
@@ -119,19 +135,37 @@ def tune(recordings: Sequence[Recording], *, max_false_kill_rate: float = 0.0, m
             group["hosts"].add(rec.host)
     settings: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
+    withheld: list[dict[str, Any]] = []
     for (provider, field), group in sorted(groups.items()):
         needed = _allowed_quantile(group["gaps"], rate)
         recommended = max(1.0, float(math.ceil(needed * margin - 1e-9)))
         rows.append({"provider": provider, "hosts": sorted(group["hosts"]), "field": field,
                      "attempts": len(group["gaps"]), "max_gap_s": round(max(group["gaps"]), 3),
                      "needed_s": round(needed, 3), "recommended_s": recommended})
-        settings[field] = max(settings.get(field, 0.0), recommended)
+        if len(group["gaps"]) < min_attempts:
+            withheld.append({"field": field, "value": recommended, "provider": provider,
+                             "why": f"fitted from {len(group['gaps'])} {provider} attempts, fewer than {min_attempts} "
+                                    "(--min-attempts overrides)"})
+        elif recommended < RAW_FLOORS[field]:
+            withheld.append({"field": field, "value": recommended, "provider": provider,
+                             "why": f"below the floor of {RAW_FLOORS[field]:g}s for {field} "
+                                    + ("(one and a half 30 s keep-alive intervals)" if field == "raw_idle_timeout"
+                                       else "(a wire-silent model reasons without a byte)")})
+        else:
+            settings[field] = max(settings.get(field, 0.0), recommended)
+    for item in withheld:  # (another provider's fit of the same field may stand)
+        if item["field"] in settings:
+            item["why"] += f"; {item['field']} is set from another provider's fit"
     if not rows:
         warnings.append("no recording has a body: no raw bound can be fitted (the defaults stay)")
     pairs = [(rec.body_bytes / _MIB, rec.first_byte) for rec in fit
              if rec.first_byte is not None and rec.body_bytes is not None]
     first_byte: dict[str, Any] | None = None
-    if pairs:
+    if pairs and len(pairs) < min_attempts:
+        first_byte = fit_first_byte(pairs, rate, margin)
+        withheld.append({"field": "first_byte_base", "value": first_byte["first_byte_base"], "provider": "*",
+                         "why": f"fitted from {len(pairs)} prefills, fewer than {min_attempts} (--min-attempts overrides)"})
+    elif pairs:
         first_byte = fit_first_byte(pairs, rate, margin)
         settings["first_byte_timeout"] = "auto"
         settings["first_byte_base"] = first_byte["first_byte_base"]
@@ -140,7 +174,7 @@ def tune(recordings: Sequence[Recording], *, max_false_kill_rate: float = 0.0, m
             warnings.append("every recorded request body has the same size: the per-MiB slope keeps its default")
         if first_byte["first_byte_base"] > Policy().first_byte_max:
             settings["first_byte_max"] = first_byte["first_byte_base"]
-    else:
+    if not pairs:
         warnings.append("no recording has both a request body size and a first byte: the first-byte bound "
                         "keeps its defaults")
     if len(fit) < 20:
@@ -170,6 +204,8 @@ def tune(recordings: Sequence[Recording], *, max_false_kill_rate: float = 0.0, m
         "fit": whatif(fit, {"tuned": tuned})["policies"]["tuned"],
         "holdout": None if validation is None else validation["policies"],
         "warnings": warnings,
+        "withheld": withheld,
+        "min_attempts": min_attempts,
     }
 
 
@@ -205,7 +241,11 @@ def render(result: Mapping[str, Any]) -> str:
                          f"{_s(d['p95']):>6}  {_s(d['max']):>6}")
     for warning in result["warnings"]:
         lines.append(f"# warning: {warning}")
+    for item in result.get("withheld", ()):
+        lines.append(f"# not recommended: OTEL_LIVENESS_{item['field'].upper()}={_env(item['value'])} -- {item['why']}")
     lines += result["env"]
+    if not result["env"]:
+        lines.append("# no bound to recommend: the defaults stay")
     lines += ["# or first as a candidate the policy canary judges live beside the enforced policy (docs/tuning.md):",
               "# " + result["candidate"]]
     return "\n".join(lines)

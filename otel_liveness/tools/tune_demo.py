@@ -155,11 +155,16 @@ def name_by_scenario(directory: str, scenario_of: Mapping[str, str]) -> int:
 
 
 def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | None = None,
-                  seed: int = 7, workers: int = 8) -> dict[str, Any]:
-    """Run the loop; the result object (``ok``: the tuned policy's self-check)."""
+                  seed: int = 7, workers: int = 8, min_attempts: int = tune_mod.MIN_ATTEMPTS) -> dict[str, Any]:
+    """Run the loop; the result object (``ok``: the tuned policy's self-check). ``min_attempts``:
+    ``tune``'s (a fleet too small to fit from leaves the defaults, and the self-check fails)."""
     from ..demo import scaled_policy
 
-    directory = keep or tempfile.mkdtemp(prefix="otel-liveness-tune-demo-")
+    root = keep or tempfile.mkdtemp(prefix="otel-liveness-tune-demo-")
+    # The parts apart: the fleet the bounds are tuned on, and the canary's fleet (whatif and tune
+    # on ``fleet/`` reproduce steps 1-3; on the whole folder they would count both fleets).
+    directory = os.path.join(root, "fleet")
+    os.makedirs(directory, exist_ok=True)
     try:
         plan = fleet(attempts, seed)
         policy = scaled_policy(time_scale, shadow=True, wall=None).replace(
@@ -180,15 +185,15 @@ def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | N
         policies = dict(whatif_mod.parse_policy(spec) for spec in POLICIES.values())
         started = time.monotonic()
         compared = whatif_mod.whatif(recordings, policies)
-        tuned = tune_mod.tune(recordings)
+        tuned = tune_mod.tune(recordings, min_attempts=min_attempts)
         tuned_policy = Policy(**tuned["settings"])
         replayed = whatif_mod.whatif(recordings, {"defaults": Policy(), "tuned": tuned_policy})
         replay_s = time.monotonic() - started
-        canary = _canary(attempts, seed + 1, policy, time_scale, workers, os.path.join(directory, "canary"), {
+        canary = _canary(attempts, seed + 1, policy, time_scale, workers, os.path.join(root, "canary"), {
             "tuned": tuned_policy, "watchdog-45": whatif_mod.parse_policy(POLICIES["watchdog-45"])[1]})
     finally:
         if keep is None:
-            shutil.rmtree(directory, ignore_errors=True)
+            shutil.rmtree(root, ignore_errors=True)
     d, t = replayed["policies"]["defaults"], replayed["policies"]["tuned"]
     faster = (t["detection_s"]["p50"] is not None and d["detection_s"]["p50"] is not None
               and t["detection_s"]["p50"] < d["detection_s"]["p50"])
@@ -212,7 +217,18 @@ def run_tune_demo(*, attempts: int = 48, time_scale: float = 0.01, keep: str | N
         "replayed": replayed,
         "canary": canary,
         "kept": keep,
+        "reproduce": None if keep is None else [
+            "otel-liveness whatif " + _quote(directory) + "".join(f" --policy {spec}" for spec in POLICIES.values()),
+            "otel-liveness tune " + _quote(directory)
+            + (f" --min-attempts {min_attempts}" if min_attempts != tune_mod.MIN_ATTEMPTS else ""),
+        ],
     }
+
+
+def _quote(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)
 
 
 def _canary(attempts: int, seed: int, policy: Policy, ts: float, workers: int, directory: str,
@@ -283,7 +299,7 @@ def render(result: Mapping[str, Any]) -> str:
         f"  fleet: {shapes['healthy']} healthy (prefill {PREFILL_BASE:g}s + {PREFILL_PER_MIB:g}s/MiB + up to "
         f"{PREFILL_JITTER:g}s, pings every {PING_GAP[0]:g}-{PING_GAP[1]:g}s), {shapes['dead_prefill']} dead in the "
         f"prefill, {shapes['dead_thinking']} dead mid-thought; {result['recordings']} recordings"
-        + (f" (kept in {result['kept']})" if result["kept"] else ""),
+        + (f" (kept in {result['kept']}: fleet/ and canary/)" if result["kept"] else ""),
         "",
         "1. whatif on three policies:",
         "",
@@ -308,6 +324,8 @@ def render(result: Mapping[str, Any]) -> str:
         value = row["detection_s"]["p50"]
         return "-" if value is None else f"{value:.1f}s"
 
+    if result.get("reproduce"):
+        lines += ["the same figures from the kept recordings:", *("  " + command for command in result["reproduce"]), ""]
     lines.append(
         f"{'ok' if result['ok'] else 'FAIL'}: tuned {t['false_kills']} false kills, {t['missed']} missed, detection p50 "
         f"{p50(t)} (defaults: {d['false_kills']} false kills, {d['missed']} missed, p50 {p50(d)})")
