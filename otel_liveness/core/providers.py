@@ -58,6 +58,7 @@ from typing import Any, ClassVar
 
 from .eventstream import Message, decode_chunk
 from .outcome import FrameKind
+from .resume import response_path_id
 from .sse import COMMENT, Frame, parse_block
 
 __all__ = [
@@ -916,8 +917,7 @@ def streams_by_url(path: str, query: str = "") -> bool:
 def _background_stream(path: str) -> bool:
     """``.../responses/{id}``: OpenAI Responses' retrieve, which ``?stream=true`` makes the stream
     of a background response (``&starting_after=N``: the events after sequence number N)."""
-    head, _, tail = path.rpartition("/")
-    return head.endswith("/responses") and tail.startswith("resp")
+    return response_path_id(path) is not None
 
 
 #: The endpoints that generate: a request to one of them is judged whatever its body says.

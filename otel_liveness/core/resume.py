@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["FrameAligner", "ResumeState", "background_stream_id", "resumable", "resume_target"]
+__all__ = ["FrameAligner", "ResumeState", "background_stream_id", "response_path_id", "resumable", "resume_target"]
 
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 _RESPONSE_ID = re.compile(rb'"id"\s*:\s*"(resp_[A-Za-z0-9_-]{1,200})"')
@@ -28,13 +28,16 @@ _RESPONSE_ID = re.compile(rb'"id"\s*:\s*"(resp_[A-Za-z0-9_-]{1,200})"')
 _ENDS = (b"\n\n", b"\r\r", b"\r\n\r\n")
 
 
+def response_path_id(path: str) -> str | None:
+    """The response id of ``.../responses/{id}`` (OpenAI Responses' retrieve), else ``None``."""
+    head, _, tail = path.rstrip("/").rpartition("/")
+    return tail if head.endswith("/responses") and tail.startswith("resp") else None
+
+
 def background_stream_id(path: str, query: str) -> str | None:
     """The response id of a background response's stream request (``GET .../responses/{id}``
     with ``stream=true``), else ``None``."""
-    head, _, tail = path.rstrip("/").rpartition("/")
-    if head.endswith("/responses") and tail.startswith("resp") and "stream=true" in query:
-        return tail
-    return None
+    return response_path_id(path) if "stream=true" in query else None
 
 
 def resumable(method: str, path: str, query: str, *, background: bool, streaming: bool) -> bool:
