@@ -299,7 +299,12 @@ def test_dashboard_panels_return_data_and_render(stack, tmp_path: pathlib.Path) 
     counted = sum(t["canary"]["watchdog-45"].get("kill", 0) for t in result["turns"])
     assert prom.value(f'sum({S.PROMETHEUS["candidate_verdicts"]}{{{demo}, liveness_candidate_verdict="kill"}})') == counted
     assert prom.query(f'{S.PROMETHEUS["candidate_shift"]}_count{{{demo}, liveness_candidate_name="watchdog-45"}}')
+    # The recording rule: one series per provider the demo's candidate judged (anthropic; openai: the
+    # background-response turn).
     prom.wait_value('count(liveness:candidate_false_kill_ratio:rate1h{liveness_candidate_name="watchdog-45"})',
-                    lambda v: v == 1)
+                    lambda v: v == 2)
+    providers = {r["metric"]["gen_ai_provider_name"] for r in
+                 prom.query('liveness:candidate_false_kill_ratio:rate1h{liveness_candidate_name="watchdog-45"}')}
+    assert providers == {"anthropic", "openai"}
     drawn = render_all(f"http://127.0.0.1:{prom.port}", tmp_path, window=60.0, rate="30s")
     assert len(drawn) >= 8 and all(p.stat().st_size > 5000 for p in drawn)
