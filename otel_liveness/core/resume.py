@@ -88,9 +88,9 @@ class FrameAligner:
                 self.response_id = found.group(1).decode("ascii")
         if self.skip_through is not None:
             out = self._unseen(out)
-        numbers = _SEQUENCE.findall(out)
-        if numbers:
-            self.last_sequence = int(numbers[-1])
+        last = _SEQUENCE.search(out, max(0, out.rfind(b'"sequence_number"')))  # (the last event's, not a scan of all)
+        if last is not None:
+            self.last_sequence = int(last.group(1))
         return out
 
     def _unseen(self, out: bytes) -> bytes:

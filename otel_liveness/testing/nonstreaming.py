@@ -21,6 +21,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.sse import COMMENT, SSEScanner
 from .steps import Close, HangBeforeHeaders, Headers, Raw, Reset, Sleep, Stall, Status, Trickle
 
 __all__ = ["as_json_reply", "streams"]
@@ -40,23 +41,17 @@ def streams(body: bytes) -> bool:
 
 
 def _events(data: bytes) -> list[tuple[str | None, Any]]:
-    """The (event name, parsed data) of each SSE event in ``data``."""
+    """The (event name, parsed data) of each SSE event in ``data`` (the core's scanner frames it;
+    comments are left out)."""
+    scanner = SSEScanner()
     out: list[tuple[str | None, Any]] = []
-    for block in data.replace(b"\r\n", b"\n").split(b"\n\n"):
-        name: str | None = None
-        lines = []
-        for line in block.split(b"\n"):
-            if line.startswith(b"event:"):
-                name = line[6:].strip().decode()
-            elif line.startswith(b"data:"):
-                lines.append(line[5:].strip())
-        if not lines:
+    for frame in [*scanner.feed(data), *scanner.close()]:
+        if frame.event == COMMENT:
             continue
-        text = b"\n".join(lines)
         try:
-            out.append((name, json.loads(text)))
+            out.append((frame.event, json.loads(frame.data)))
         except ValueError:
-            out.append((name, text.decode("utf-8", "replace")))
+            out.append((frame.event, frame.data.decode("utf-8", "replace")))
     return out
 
 
