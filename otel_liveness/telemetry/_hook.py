@@ -382,10 +382,14 @@ class TelemetryHook:
             return
         if state.heartbeat_events < S.MAX_HEARTBEAT_EVENTS:
             state.heartbeat_events += 1
+            # The wire moment on the span's clock. The base was read a moment after the attempt's
+            # own start, so the mapping runs slightly late: never later than now, nor (so) past
+            # the span's end.
             epoch, at = state.clock_base
+            stamp = min(epoch + round((event.at - at) * 1e9), time.time_ns())
             span.add_event(S.EVENT_HEARTBEAT, {S.EVENT_KIND: "heartbeat", S.HEARTBEAT_COUNT: event.count,
                                                S.ATTEMPT_HEARTBEATS: event.total},
-                           timestamp=epoch + round((event.at - at) * 1e9))
+                           timestamp=stamp)
         else:
             state.heartbeats_coalesced += event.count
 
