@@ -1229,7 +1229,7 @@ _STATE_WRITERS = {
     ("core/errors.py", "WallTimeout.__init__", "self.committed"),  # the error's own field
     ("core/report.py", "Reporter._finish_record", "record.committed"),  # the attempt's record, at its end
 }
-_STATE_ATTRS = frozenset({"mode", "release_state", "committed", "done", "streaming"})
+_STATE_ATTRS = frozenset({"mode", "release_state", "committed", "done", "scanned"})
 
 
 def _state_writes(source: str, name: str) -> list[tuple[str, str, str]]:

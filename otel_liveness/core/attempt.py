@@ -55,10 +55,10 @@ _ERROR = FrameKind.ERROR
 _SSE = "text/event-stream"
 _EVENTSTREAM = "application/vnd.amazon.eventstream"
 _SCANNED, _PROBING, _OPAQUE, _UNJUDGED = BodyMode.SCANNED, BodyMode.PROBING, BodyMode.OPAQUE, BodyMode.UNJUDGED
-_HOLDING, _WHOLE, _COMMITTED, _DONE = ReleaseState.HOLDING, ReleaseState.WHOLE, ReleaseState.COMMITTED, ReleaseState.DONE
+_UNRELEASED, _WHOLE, _COMMITTED, _DONE = ReleaseState.UNRELEASED, ReleaseState.WHOLE, ReleaseState.COMMITTED, ReleaseState.DONE
 #: ``commit`` and ``finish``: the release state each moves to from each (else it stays).
-_ON_COMMIT = {_HOLDING: _COMMITTED, _WHOLE: _DONE}
-_ON_FINISH = {_HOLDING: _WHOLE, _COMMITTED: _DONE}
+_ON_COMMIT = {_UNRELEASED: _COMMITTED, _WHOLE: _DONE}
+_ON_FINISH = {_UNRELEASED: _WHOLE, _COMMITTED: _DONE}
 #: Held bytes (before content) replayed byte for byte; past this, held heartbeats are dropped.
 HOLD_VERBATIM_BYTES = 16 * 1024
 #: A 2xx JSON body on a streaming request is held up to this size to tell an error object from a
@@ -138,7 +138,7 @@ class Attempt:
         self.held_decoded: list[bytes] = []
         self.held_bytes = 0
         #: What was released (:class:`~.state.ReleaseState`; moved by :meth:`commit` and :meth:`finish` only).
-        self.release_state = _HOLDING
+        self.release_state = _UNRELEASED
         self.ended = False
         self.completion: Completion | None = None
         self.prefix: list[bytes] = []  # released bytes (references), up to max_prefix_bytes
@@ -167,7 +167,7 @@ class Attempt:
     # -- what the attempt is --------------------------------------------------------------------
 
     @property
-    def streaming(self) -> bool:
+    def scanned(self) -> bool:
         """The body is judged as a stream (:attr:`mode` SCANNED) rather than as an opaque body."""
         return self.mode is _SCANNED
 
@@ -222,14 +222,14 @@ class Attempt:
         attempt done (completion ``finish_then_close``) when so."""
         if self.done:
             return True
-        if not (self.committed and self.streaming and self.error is None
+        if not (self.committed and self.scanned and self.error is None
                 and self.framer.facts.stop_reason is not None):
             return False
         self.finish(Completion.FINISH_THEN_CLOSE)
         return True
 
     def finish(self, completion: Completion) -> None:
-        """The reply is whole (``completion`` says how that was known): HOLDING -> WHOLE,
+        """The reply is whole (``completion`` says how that was known): UNRELEASED -> WHOLE,
         COMMITTED -> DONE."""
         self._released_as(_ON_FINISH.get(self.release_state, self.release_state))
         self.completion = completion
@@ -266,7 +266,7 @@ class Attempt:
         it otherwise."""
         if (
             self.committed
-            and self.streaming
+            and self.scanned
             and self.decoder is None
             and not self.done
             and self.error is None
@@ -340,7 +340,7 @@ class Attempt:
         if self.mode is _PROBING and not responded:
             self.commit()
             return True
-        return responded and not self.streaming
+        return responded and not self.scanned
 
     def expired_read(self, now: float, start: float) -> Terminal | None:
         """The terminal deadline a read that started at ``start`` has passed at ``now``, if any."""
@@ -396,7 +396,7 @@ class Attempt:
 
     # -- reading --------------------------------------------------------------------------------
 
-    def responded(self, now: float, status: int, headers: Mapping[str, str]) -> None:
+    def headers_arrived(self, now: float, status: int, headers: Mapping[str, str]) -> None:
         """The response headers arrived (keys lower-case): on the clock, the capture and the record."""
         self.clock.headers(now)
         if self.capture is not None:
@@ -425,15 +425,15 @@ class Attempt:
                     self.decoder = decoder_for(encoding)
                 except UnsupportedEncoding:
                     self.become(_OPAQUE)  # cannot be read: released as it comes, raw clock only
-        elif self.streaming:
+        elif self.scanned:
             probing = "json" in content_type and (encoding is None or encoding == "identity")
             self.become(_PROBING if probing else _OPAQUE)
             self.clock.opaque(self.policy)
             if probing:
                 return True
-        if self.streaming and self.decoder is None:
+        if self.scanned and self.decoder is None:
             self.framer.hold(True)  # for a replay without held heartbeats (hold_or_release)
-        if not self.streaming:
+        if not self.scanned:
             self.commit()
             return False
         return True
@@ -441,7 +441,7 @@ class Attempt:
     def read(self, now: float, chunk: bytes) -> bytes:
         """One read of the body (its bytes already counted on the clock): the bytes to release
         now (possibly ``b""``)."""
-        if not self.streaming:
+        if not self.scanned:
             return self.opaque_read(chunk)
         data = self.decoder.decode(chunk) if self.decoder is not None else chunk
         return self._judge(now, chunk, data, self.framer.feed(data))
@@ -515,7 +515,7 @@ class Attempt:
         return data
 
     def commit(self) -> None:
-        """Content goes to the caller from now on: failures are truncations (HOLDING -> COMMITTED,
+        """Content goes to the caller from now on: failures are truncations (UNRELEASED -> COMMITTED,
         WHOLE -> DONE). With :meth:`finish`, the only mover of :attr:`release_state` (``tests/
         test_engine.py`` checks it): a stream's first content, an opaque body's first read, a
         probed JSON body told a reply, a body left unjudged."""

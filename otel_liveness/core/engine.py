@@ -193,7 +193,7 @@ class Engine:
         self._to(_HOLDING)
         attempt = self._current()
         clock = attempt.clock
-        attempt.responded(now, status, headers)
+        attempt.headers_arrived(now, status, headers)
         if status >= 400 or (headers.get("x-should-retry") == "true" and status >= 300):
             failure = Failure(FailureKind.STATUS, clock.phase, status=status, headers=dict(headers))
             return self._failed(now, failure, status_response=True)
@@ -253,7 +253,7 @@ class Engine:
         attempt = self._current()
         attempt.capture_item(now, None)
         attempt.observe_gap(now)
-        if attempt.streaming:
+        if attempt.scanned:
             release = self._judged(now, attempt, b"", attempt.end_of_body, now, self.profile.eof_is_end)
             if isinstance(release, Fail):
                 return release
@@ -504,7 +504,7 @@ class Engine:
             mark = isinstance(decision, GiveUp) and self.policy.mark_exhausted_responses
             self._conclude(now, outcome, error_type, R.stop_reason(decision), failure.cause)
             return self._respond(passthrough=True, replace=(("x-should-retry", "false"),) if mark else ())
-        if failure.kind is FailureKind.ERROR_EVENT and not failure.committed and attempt.streaming:
+        if failure.kind is FailureKind.ERROR_EVENT and not failure.committed and attempt.scanned:
             # The provider's error frame before content, not (or no longer) retried: the caller gets
             # the attempt as sent (held bytes, the error, the rest), so the SDK raises its own status
             # error. (A 2xx JSON error object on a streaming request ends as the typed error below.)

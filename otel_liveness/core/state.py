@@ -56,7 +56,7 @@ What it has released, :class:`ReleaseState` (:data:`RELEASES`) -- two facts, con
 ==========  =================================================  ==========================================
 release     what it means                                      left by
 ==========  =================================================  ==========================================
-HOLDING     nothing released: the body is held (counted        ``commit`` (the first content, an opaque
+UNRELEASED  nothing released: the body is held (counted        ``commit`` (the first content, an opaque
             only, in shadow mode); a failure is retried        body's first read): COMMITTED; the end
                                                                frame or the body's end: WHOLE
 WHOLE       the reply is whole and still held (an end frame    ``commit`` (released at once): DONE; or a
@@ -190,7 +190,7 @@ BODY_MODES: Final[Mapping[BodyMode, frozenset[BodyMode]]] = {
 
 
 class ReleaseState(StrEnum):
-    HOLDING = "holding"
+    UNRELEASED = "unreleased"
     WHOLE = "whole"
     COMMITTED = "committed"
     DONE = "done"
@@ -198,7 +198,7 @@ class ReleaseState(StrEnum):
 
 #: Release state -> the states it may move to (staying is always allowed).
 RELEASES: Final[Mapping[ReleaseState, frozenset[ReleaseState]]] = {
-    ReleaseState.HOLDING: frozenset({ReleaseState.COMMITTED, ReleaseState.WHOLE}),
+    ReleaseState.UNRELEASED: frozenset({ReleaseState.COMMITTED, ReleaseState.WHOLE}),
     ReleaseState.WHOLE: frozenset({ReleaseState.DONE}),
     ReleaseState.COMMITTED: frozenset({ReleaseState.DONE}),
     ReleaseState.DONE: frozenset(),

@@ -25,8 +25,9 @@ __all__ = ["is_liveness_transport", "liveness_in", "liveness_transports", "pool_
 
 @cache
 def liveness_transports(family: Family) -> tuple[type[TransportBase], type[TransportBase]]:
-    """``(LivenessTransport, AsyncLivenessTransport)`` of ``family``, made once (the family's
-    module is imported only when installed, so its classes are joined on first use)."""
+    """``(HookedTransport, AsyncHookedTransport)`` of ``family``, made once (the family's module is
+    imported only when installed, so its classes are joined on first use). They take ``hooks`` and
+    nothing of OpenTelemetry; the public ``LivenessTransport`` classes are these with telemetry."""
     x: Any = family.module
 
     class LivenessStream(SyncLivenessStream, x.SyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
@@ -38,7 +39,7 @@ def liveness_transports(family: Family) -> tuple[type[TransportBase], type[Trans
     class ResumingStream(SyncResumingStream, x.SyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
         """The body of a resumable stream (see :class:`SyncResumingStream`)."""
 
-    class LivenessTransport(SyncLivenessMixin, x.BaseTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
+    class HookedTransport(SyncLivenessMixin, x.BaseTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
         """A liveness transport over a sync transport of the family."""
 
         _family = family
@@ -55,7 +56,7 @@ def liveness_transports(family: Family) -> tuple[type[TransportBase], type[Trans
     class AsyncResumingStream_(AsyncResumingStream, x.AsyncByteStream):  # type: ignore[misc]  # the family's classes are Any to mypy
         """The body of a resumable stream (see :class:`AsyncResumingStream`)."""
 
-    class AsyncLivenessTransport(AsyncLivenessMixin, x.AsyncBaseTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
+    class AsyncHookedTransport(AsyncLivenessMixin, x.AsyncBaseTransport):  # type: ignore[misc]  # the family's classes are Any to mypy
         """A liveness transport over an async transport of the family."""
 
         _family = family
@@ -63,7 +64,7 @@ def liveness_transports(family: Family) -> tuple[type[TransportBase], type[Trans
         _passthrough_cls = AsyncPassThrough_
         _resuming_cls = AsyncResumingStream_
 
-    return LivenessTransport, AsyncLivenessTransport
+    return HookedTransport, AsyncHookedTransport
 
 
 @cache
