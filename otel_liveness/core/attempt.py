@@ -84,7 +84,6 @@ class Attempt:
         "completion",
         "decoder",
         "emit",
-        "ended",
         "error",
         "expired",
         "framer",
@@ -139,7 +138,6 @@ class Attempt:
         self.held_bytes = 0
         #: What was released (:class:`~.state.ReleaseState`; moved by :meth:`commit` and :meth:`finish` only).
         self.release_state = _UNRELEASED
-        self.ended = False
         self.completion: Completion | None = None
         self.prefix: list[bytes] = []  # released bytes (references), up to max_prefix_bytes
         self.prefix_room = policy.max_prefix_bytes
@@ -170,6 +168,11 @@ class Attempt:
     def scanned(self) -> bool:
         """The body is judged as a stream (:attr:`mode` SCANNED) rather than as an opaque body."""
         return self.mode is _SCANNED
+
+    @property
+    def ended(self) -> bool:
+        """The attempt is over: its record has its outcome (``Reporter.end_attempt``)."""
+        return self.record.outcome is not None
 
     @property
     def committed(self) -> bool:

@@ -134,7 +134,6 @@ class Reporter:
     def end_attempt(self, now: float, attempt: Attempt, outcome: AttemptOutcome, error_type: str | None) -> None:
         """The attempt is over (the caller runs this once per attempt): its lane closed, its
         capture closed, its record filled in, :class:`~.events.AttemptEnded` emitted."""
-        attempt.ended = True
         attempt.lane.close()
         attempt.capture_end(now)
         self._finish_record(now, attempt, outcome, error_type)
