@@ -78,3 +78,18 @@ def test_from_env_rejects_bad_values(env: dict[str, str], name: str) -> None:
     with pytest.raises(InvalidPolicy) as info:
         Policy.from_env(env)
     assert info.value.field == name
+
+
+def test_every_field_is_in_exactly_one_group() -> None:
+    # The groups docs/configuration.md presents the fields in: none left out, none twice, none stale.
+    import dataclasses
+
+    from otel_liveness.core.policy import FIELD_GROUPS
+
+    grouped = [name for names in FIELD_GROUPS.values() for name in names]
+    assert sorted(grouped) == sorted(f.name for f in dataclasses.fields(Policy))
+    assert len(grouped) == len(set(grouped)) and len(FIELD_GROUPS["essentials"]) == 6
+    # ... and Policy() takes the essentials alone, by keyword (the constructor is unchanged).
+    p = Policy(raw_idle_timeout=120, first_byte_timeout="auto", semantic_notice_interval=15, wall_timeout=900,
+               max_attempts=2, shadow=True)
+    assert (p.raw_idle_timeout, p.wall_timeout, p.max_attempts, p.shadow) == (120.0, 900.0, 2, True)

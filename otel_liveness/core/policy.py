@@ -10,13 +10,14 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from .budget import BudgetRule
 from .errors import InvalidPolicy
 from .sse import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["DEFAULT_RAW_IDLE_TIMEOUT", "MAX_CANDIDATES", "SHORTHANDS", "Policy", "parse_candidate", "seconds"]
+__all__ = ["DEFAULT_RAW_IDLE_TIMEOUT", "FIELD_GROUPS", "MAX_CANDIDATES", "SHORTHANDS", "Policy", "parse_candidate",
+           "seconds"]
 
 #: Anthropic pings about every 27-30 s while a model thinks (measured in captured streams), the
 #: OpenAI Responses API sends a keep-alive about every 30 s. 90 s is three of those periods: one
@@ -72,10 +73,31 @@ _REQUIRED = {"retry_budget_window", "max_retry_after", "backoff_initial", "backo
              "first_byte_max", "raw_idle_floor"}
 
 
+#: How :class:`Policy`'s fields fall into a few concepts: the six most users ever set, then one
+#: group per concern (``docs/configuration.md`` has the table; ``tests/test_policy.py`` checks that
+#: every field is in exactly one group).
+FIELD_GROUPS: Final[Mapping[str, tuple[str, ...]]] = {
+    "essentials": ("raw_idle_timeout", "first_byte_timeout", "semantic_notice_interval", "wall_timeout",
+                   "max_attempts", "shadow"),
+    "bounds": ("raw_idle_timeout_no_keepalive", "raw_idle_timeout_non_streaming", "first_byte_base",
+               "first_byte_per_mib", "first_byte_max", "raw_idle_adaptive", "raw_idle_floor", "semantic_timeout"),
+    "retries": ("max_rate_limit_attempts", "max_retry_after", "backoff_initial", "backoff_max", "retry_statuses",
+                "mark_exhausted_responses", "retry_budget", "retry_budget_ratio", "retry_budget_window"),
+    "memory": ("max_frame_bytes", "max_prefix_bytes", "max_partial_bytes", "max_replay_body_bytes"),
+    "recording": ("capture_dir", "capture_mode", "capture_sample", "capture_max_bytes", "candidates"),
+    "wire": ("provider", "propagate_baggage"),
+}
+
+
 @dataclass(frozen=True)
 class Policy:
     """How the transport judges and recovers one request. All durations in seconds (float, int or
     ``timedelta`` accepted; stored as float). ``None`` switches a clock off.
+
+    Six fields are all most users set (:data:`FIELD_GROUPS` ``["essentials"]``): ``raw_idle_timeout``,
+    ``first_byte_timeout``, ``semantic_notice_interval``, ``wall_timeout``, ``max_attempts`` and
+    ``shadow``. The rest fall into five groups: the clocks' finer bounds, retries, memory, recording
+    (the flight recorder and the canary) and the wire (below, and ``FIELD_GROUPS``).
 
     Clocks (see ``docs/configuration.md``, "The three clocks"):
 
