@@ -29,3 +29,33 @@ def test_every_telemetry_name_is_documented() -> None:
         assert f"`{name}`" in text, name
     for value in list(AttemptOutcome) + list(StopReason):
         assert f"`{value.value}`" in text, value
+
+
+def test_the_peer_differences_and_their_reasons_agree() -> None:
+    # make peer reads the ids from scripts/peer_differences.txt; docs/compatibility.md gives the
+    # reasons under the same headings, with the count of each: the two never drift apart.
+    import importlib.util
+    import re
+    import sys
+
+    root = DOCS.parent
+    spec = importlib.util.spec_from_file_location("peer", root / "scripts" / "peer.py")
+    assert spec is not None and spec.loader is not None
+    peer = importlib.util.module_from_spec(spec)
+    sys.modules["peer"] = peer  # (its dataclasses look their module up)
+    try:
+        spec.loader.exec_module(peer)
+    finally:
+        del sys.modules["peer"]
+    data = (root / "scripts" / "peer_differences.txt").read_text()
+    ids = peer.documented()
+    assert len(ids) == sum(1 for line in data.splitlines() if line.startswith("tests/")) > 100  # one a line, no repeats
+    doc = (DOCS / "compatibility.md").read_text()
+    section = doc[doc.index("## Enforce mode's intended differences"):]
+    reasons = re.findall(r"^#### (.+) \((\d+)\)$", section, flags=re.M)
+    listed = re.findall(r"^### (.+) \((\d+)\)$", data, flags=re.M)
+    assert reasons == listed and reasons  # the same headings, in the same order, with the same counts
+    counted = [len([line for line in block.splitlines() if line.startswith("tests/")])
+               for block in re.split(r"^##+ .*$", data, flags=re.M)[1:]]
+    assert [int(n) for _, n in listed] == [n for n in counted if n]
+    assert not re.search(r"`tests/[^`]+::", section)  # the ids live in the data file only
