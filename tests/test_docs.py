@@ -59,3 +59,18 @@ def test_the_peer_differences_and_their_reasons_agree() -> None:
                for block in re.split(r"^##+ .*$", data, flags=re.M)[1:]]
     assert [int(n) for _, n in listed] == [n for n in counted if n]
     assert not re.search(r"`tests/[^`]+::", section)  # the ids live in the data file only
+
+
+def test_the_field_table_runs_in_the_policy_groups() -> None:
+    # docs/configuration.md's "Every field and variable" lists the fields group by group, in the
+    # order of FIELD_GROUPS (a row naming several fields sits where its first one does).
+    import re
+
+    from otel_liveness.core.policy import FIELD_GROUPS
+
+    text = (DOCS / "configuration.md").read_text()
+    table = text[text.index("| field | env | default | why |"):].split("\n\n")[0]
+    firsts = [re.search(r"`([a-z_]+)`", row.split("|")[1]).group(1)  # type: ignore[union-attr]
+              for row in table.splitlines()[2:]]
+    order = [name for names in FIELD_GROUPS.values() for name in names]
+    assert firsts == sorted(firsts, key=order.index) and len(firsts) > 25
