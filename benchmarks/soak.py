@@ -28,6 +28,7 @@ import httpx2
 
 import otel_liveness
 from otel_liveness import Policy
+from otel_liveness.core.policy import DEFAULT_RAW_IDLE_TIMEOUT
 
 SERVER = r"""
 import sys
@@ -184,15 +185,18 @@ def run_threads(url: str, threads: int, waves: int, tel: Telemetry, policy: Poli
 
 
 def soak(streams: int = 1000, waves: int = 6, threads: int = 200, thread_waves: int = 3,
-         scale: float = 0.03, pings: int = 40, ping_every: float = 15.0) -> dict[str, Any]:
+         scale: float = 0.03, pings: int = 40, ping_every: float = 15.0, min_raw_bound: float = 0.0) -> dict[str, Any]:
     """``pings`` pings ``ping_every`` provider-seconds apart: each stream thinks ``pings*ping_every``
-    s of provider time (40 x 15 s = 10 minutes by default)."""
+    s of provider time (40 x 15 s = 10 minutes by default). ``min_raw_bound``: the least raw bound
+    in real seconds -- time is scaled, a machine's scheduling hiccups are not (a 0.5 s stall of a
+    loaded host is 50 s of provider time at ``scale=0.01``)."""
     proc = subprocess.Popen([sys.executable, "-c", SERVER, str(scale), str(pings), str(ping_every)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = f"http://127.0.0.1:{int(proc.stdout.readline())}/s/soak/v1/messages"
-    # The production policy, scaled like the provider: raw bound 60 s, notices every 30 s.
-    policy = Policy(raw_idle_timeout=60 * scale, semantic_notice_interval=30 * scale)
+    # The production policy, scaled like the provider: the default raw bound, notices every 30 s.
+    policy = Policy(raw_idle_timeout=max(DEFAULT_RAW_IDLE_TIMEOUT * scale, min_raw_bound),
+                    semantic_notice_interval=30 * scale)
     try:
         tel = Telemetry()
         baseline = asyncio.run(run_async(url, streams, 1, False, None, policy))

@@ -15,13 +15,17 @@ import pytest
 
 from benchmarks.soak import soak
 
-# 120 concurrent streams on a 0.6 s raw bound: beside three sibling workers on two cores, a
-# healthy stream's pings were late past its bound (a raw-silence retry, then the host's budget).
+# 120 concurrent streams with pings 0.15 s apart: beside three sibling workers on two cores, a
+# healthy stream's pings were late past a 0.6 s raw bound (a raw-silence retry, then the host's
+# budget), and once even alone on a loaded CI host. What this test measures is leaks, not
+# judging (tests/test_no_false_kills.py does that on a fake clock): the raw bound is at least 3 s,
+# 20 ping periods, so a host's scheduling hiccup is not taken for a dead socket.
 pytestmark = pytest.mark.serial
 
 
 def test_reduced_soak_is_flat() -> None:
-    result = soak(streams=100, waves=4, threads=20, thread_waves=3, scale=0.01, pings=20, ping_every=15.0)
+    result = soak(streams=100, waves=4, threads=20, thread_waves=3, scale=0.01, pings=20, ping_every=15.0,
+                  min_raw_bound=3.0)
     for kind in ("async", "sync"):
         run = result[kind]
         assert run["ok"] == run["streams"]
