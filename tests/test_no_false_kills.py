@@ -221,6 +221,33 @@ def test_sdk_paused_reader_completes(kind: str, provider: Any) -> None:
     assert text == "Healthy reply." and report["stop_reason"] == "completed"
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_loop_blocked_by_another_task_while_a_read_waits_is_no_silence(backend: str, provider: Any) -> None:
+    # Another task blocks the event loop (a synchronous call in an async agent) for five raw
+    # bounds while the stream's read waits; the provider's pings meanwhile sit in the socket.
+    # When the loop runs again, the read's wake-up and its bytes are due together: bytes that
+    # were on the wire are progress, never a wire-silence verdict, and nothing is retried.
+    url = provider.add("blocked-loop", [[s.Headers(), *anthropic_reply("Healthy reply.", think_pings=20, ping_every=0.05)]])
+
+    async def main() -> tuple[str, dict[str, Any]]:
+        async def blocker() -> None:
+            await anyio.sleep(0.3)
+            time.sleep(5 * FAST.raw_idle_timeout)  # type: ignore[operator]  # (blocks the loop)
+
+        transport = otel_liveness.wrap(httpx2.AsyncHTTPTransport(), FAST)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(blocker)
+            async with anthropic.AsyncAnthropic(base_url=url, api_key="sk-ant-test", max_retries=0,
+                                                http_client=httpx2.AsyncClient(transport=transport)) as client:
+                async with client.messages.stream(model="claude-sim-1", max_tokens=64, messages=MESSAGES) as stream:
+                    text = "".join([event.text async for event in stream if event.type == "text"])
+                    return text, stream.response.extensions["liveness"]
+
+    text, report = anyio.run(main, backend=backend)
+    assert text == "Healthy reply." and report["stop_reason"] == "completed"
+    assert provider.attempts("blocked-loop") == 1 and report["attempts"][0]["heartbeats"] == 20
+
+
 @pytest.mark.parametrize("kind", SDK)
 def test_sdk_gzip_stream_completes_and_its_stall_is_a_truncation(kind: str, provider: Any) -> None:
     reply = anthropic_reply("Zipped.", think_pings=2)
