@@ -241,7 +241,8 @@ def test_a_loop_blocked_by_another_task_while_a_read_waits_is_no_silence(backend
                                                 http_client=httpx2.AsyncClient(transport=transport)) as client:
                 async with client.messages.stream(model="claude-sim-1", max_tokens=64, messages=MESSAGES) as stream:
                     text = "".join([event.text async for event in stream if event.type == "text"])
-                    return text, stream.response.extensions["liveness"]
+                    report: dict[str, Any] = stream.response.extensions["liveness"]
+        return text, report
 
     text, report = anyio.run(main, backend=backend)
     assert text == "Healthy reply." and report["stop_reason"] == "completed"
