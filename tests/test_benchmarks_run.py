@@ -139,23 +139,16 @@ def test_above_the_floor_is_the_raw_figure_less_the_floor_of_the_same_pairs() ->
 # 7 calls in the 1.5 s outage (alone, about 290) -- it needs the machine to itself.
 @pytest.mark.serial
 def test_the_fleet_outage_benchmark_measures_the_outage_and_the_return() -> None:
-    # A short timeline, one mode: without the budget every call of the outage is three attempts;
-    # with it, one, plus what the budget allows whatever the number of calls -- the tokens above
-    # half, and its refill over the outage (the whole budget a window). A loaded host makes as
-    # few as ~16 calls in this outage, so the allowance, not the fleet's ratio, is the bound
-    # here (the full benchmark, 40 agents for 8 s, checks <= 1.2 attempts a call). The figures
-    # are consistent with the benchmark's own timeline.
-    from benchmarks.bench_fleet_outage import POLICY, measure
+    # A short timeline, one mode: without the budget every call of the outage is three attempts,
+    # with it about one (alone on the machine, ~290 calls: its allowance of retries is a few
+    # hundredths of a call each); the figures the benchmark reports are consistent with its own
+    # timeline.
+    from benchmarks.bench_fleet_outage import measure
 
     off = measure("529", False, agents=8, healthy=1.0, outage=1.5, after=1.0, pause=0.02)
     on = measure("529", True, agents=8, healthy=1.0, outage=1.5, after=1.0, pause=0.02)
     assert off["outage_calls"] > 10 and off["attempts_per_call"] >= 2.5
-    budget = POLICY.retry_budget
-    assert budget is not None
-    allowance = budget / 2 + budget * 1.5 / POLICY.retry_budget_window + 1
-    retries = on["outage_attempts"] - on["outage_calls"]
-    assert on["outage_calls"] > 10 and retries <= max(0.2 * on["outage_calls"], allowance), on
-    assert retries < off["outage_attempts"] - off["outage_calls"]  # (without it: two a call)
+    assert on["outage_calls"] > 10 and on["attempts_per_call"] <= 1.2, on
     assert on["recovery_first_answer_s"] is not None and 0 <= on["recovery_first_answer_s"] < 1.0
 
 
