@@ -18,8 +18,9 @@ from benchmarks.soak import soak
 # 120 concurrent streams with pings 0.15 s apart: beside three sibling workers on two cores, a
 # healthy stream's pings were late past a 0.6 s raw bound (a raw-silence retry, then the host's
 # budget), and once even alone on a loaded CI host. What this test measures is leaks, not
-# judging (tests/test_no_false_kills.py does that on a fake clock): the raw bound is at least 3 s,
-# 20 ping periods, so a host's scheduling hiccup is not taken for a dead socket.
+# judging (the core's tests judge on a fake clock, tests/test_no_false_kills.py on the wire):
+# the raw bound is at least 3 s, 20 ping periods, so a host's scheduling hiccup is not taken for a
+# dead socket.
 pytestmark = pytest.mark.serial
 
 
