@@ -156,12 +156,12 @@ def run_mode(sdk: Sdk, env: Path, src: Path, mode: str, workers: int, extra: lis
     return {"outcomes": outcomes, "tally": tally, "requests": requests, "attempts": attempts, "seconds": round(seconds)}
 
 
-def documented(path: Path = DIFFERENCES) -> set[str]:
+def documented() -> set[str]:
     """The enforce-mode differences by design: the test ids ``scripts/peer_differences.txt`` lists
     (one a line; ``#`` lines are headings and comments)."""
-    if not path.exists():
+    if not DIFFERENCES.exists():
         return set()
-    return {line.strip() for line in path.read_text().splitlines()
+    return {line.strip() for line in DIFFERENCES.read_text().splitlines()
             if line.strip() and not line.lstrip().startswith("#")}
 
 
