@@ -1,12 +1,12 @@
 """Build configuration beyond pyproject.toml: the optional C steady lane, bulk scanner and sync reader.
 
-``otel_liveness/core/_lane.c`` is the per-read hot path of a live stream in C;
-``otel_liveness/core/_bulk.c`` scans and classifies reads that carry many events. Both are pure
+``otel_liveness/core/wire/_lane.c`` is the per-read hot path of a live stream in C;
+``otel_liveness/core/wire/_bulk.c`` scans and classifies reads that carry many events. Both are pure
 (no clock, no I/O: ``tests/test_core_purity.py``). ``otel_liveness/transport/_reader.c`` is the
 sync driver's loop over a body's steady reads (it reads the clock and the body's iterator, and
-steps the C lane through its capsule, ``otel_liveness/core/lane_api.h``). All are optional:
-without a compiler the install still succeeds and ``otel_liveness.core.lane`` and
-``otel_liveness.core.bulk`` fall back to their pure-Python reference implementations (their
+steps the C lane through its capsule, ``otel_liveness/core/wire/lane_api.h``). All are optional:
+without a compiler the install still succeeds and ``otel_liveness.core.wire.lane`` and
+``otel_liveness.core.wire.bulk`` fall back to their pure-Python reference implementations (their
 ``NATIVE`` says which is in use; ``OTEL_LIVENESS_PURE=1`` selects the references at run time),
 and a sync body runs its own loop in Python (``SyncBackend.steady_reader`` is None).
 """
@@ -24,7 +24,7 @@ BUILT: list[str] = []
 
 class build_ext(_build_ext):
     """Records which optional extension built, and says so when one did not: the package then
-    runs its pure-Python reference, correct and slower (``otel_liveness.core.bulk.NATIVE``)."""
+    runs its pure-Python reference, correct and slower (``otel_liveness.core.wire.bulk.NATIVE``)."""
 
     def build_extension(self, ext: Extension) -> None:
         # Never a stale build: a used checkout's build/ holds the last build's .so, which an
@@ -63,23 +63,23 @@ setup(
     cmdclass={"build_ext": build_ext, "bdist_wheel": bdist_wheel},
     ext_modules=[
         Extension(
-            "otel_liveness.core._lane",
-            ["otel_liveness/core/_lane.c"],
-            depends=["otel_liveness/core/bulk_api.h", "otel_liveness/core/lane_api.h"],
+            "otel_liveness.core.wire._lane",
+            ["otel_liveness/core/wire/_lane.c"],
+            depends=["otel_liveness/core/wire/bulk_api.h", "otel_liveness/core/wire/lane_api.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
         Extension(
-            "otel_liveness.core._bulk",
-            ["otel_liveness/core/_bulk.c"],
-            depends=["otel_liveness/core/bulk_api.h", "otel_liveness/core/_journal.h"],
+            "otel_liveness.core.wire._bulk",
+            ["otel_liveness/core/wire/_bulk.c"],
+            depends=["otel_liveness/core/wire/bulk_api.h", "otel_liveness/core/wire/_journal.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
         Extension(
             "otel_liveness.transport._reader",
             ["otel_liveness/transport/_reader.c"],
-            depends=["otel_liveness/core/lane_api.h"],
+            depends=["otel_liveness/core/wire/lane_api.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

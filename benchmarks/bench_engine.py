@@ -37,8 +37,8 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from otel_liveness import Policy
 from otel_liveness.core.commands import Respond
-from otel_liveness.core.engine import Engine
-from otel_liveness.core.request import RequestFacts
+from otel_liveness.core.request.engine import Engine
+from otel_liveness.core.request.facts import RequestFacts
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import PING

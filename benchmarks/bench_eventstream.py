@@ -7,7 +7,7 @@ chunking, same process, interleaved rounds; reports ns/message for each and the 
 per-round ratios ours/botocore, for several read sizes: ``msg`` is one message per read (a live
 stream), the others fixed read sizes up to 64 KiB (httpcore's read size, a backlogged body). Both
 sides do the same work: framing, both CRCs, header decoding, payload extraction. The
-``+inner`` column adds :func:`~otel_liveness.core.eventstream.decode_chunk` (the base64'd
+``+inner`` column adds :func:`~otel_liveness.core.wire.eventstream.decode_chunk` (the base64'd
 Anthropic event) on our side, for information. The target (ratio <= 1/3) applies at every read
 size. Usage::
 
@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-from otel_liveness.core.eventstream import EventStreamScanner, bedrock_chunk, decode_chunk
+from otel_liveness.core.wire.eventstream import EventStreamScanner, bedrock_chunk, decode_chunk
 
 TARGET = 1 / 3
 _PAD = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"

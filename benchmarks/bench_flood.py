@@ -32,7 +32,7 @@ import anthropic
 import httpx2
 
 import otel_liveness
-from otel_liveness.core import attempt
+from otel_liveness.core.attempt import attempt
 
 SERVER = r"""
 import sys

@@ -62,7 +62,7 @@ CLIENT = r"""
 import asyncio, gc, json, resource, sys
 import httpx2
 import otel_liveness
-from otel_liveness.core.engine import Engine
+from otel_liveness.core.request.engine import Engine
 
 mode, url, streams, body_len = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -22,9 +22,9 @@ import sys
 import time
 from itertools import chain
 
-from otel_liveness.core import framing
 from otel_liveness.core.outcome import FrameKind
-from otel_liveness.core.providers import profile_for
+from otel_liveness.core.wire import framing
+from otel_liveness.core.wire.providers import profile_for
 
 
 def anthropic_stream(events: int) -> bytes:
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pure", action="store_true", help="the pure-Python bulk scanner")
     args = parser.parse_args(argv)
     if args.pure:
-        from otel_liveness.core.bulk import PyScanner
+        from otel_liveness.core.wire.bulk import PyScanner
 
         framing.Scanner = PyScanner  # type: ignore[misc]
     results = [measure(args.events, int(size), args.rounds) for size in args.chunks.split(",")]

@@ -137,7 +137,7 @@ def memchr_path(client: httpx2.Client, url: str) -> int:
     seam) -- what finding the frames of these reads costs at the least, with no classification,
     journal or clock. The number of frames."""
     try:
-        from otel_liveness.core._bulk import blank_lines
+        from otel_liveness.core.wire._bulk import blank_lines
     except ImportError:  # no C compiler at install: a C-level search still (bytes.count), not memchr
         def blank_lines(data: bytes, /) -> int:
             return data.count(b"\n\n")
@@ -533,9 +533,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", metavar="SERVER", help=argparse.SUPPRESS)  # one of those processes: JSON out
     args = parser.parse_args(argv)
     batches = [int(b) for b in str(args.batch).split(",")]
-    from otel_liveness.core import engine, framing
-    from otel_liveness.core.bulk import PyScanner
-    from otel_liveness.core.lane import PyLane
+    from otel_liveness.core.request import engine
+    from otel_liveness.core.wire import framing
+    from otel_liveness.core.wire.bulk import PyScanner
+    from otel_liveness.core.wire.lane import PyLane
 
     if args.pure_lane:
         engine.Lane = PyLane  # type: ignore[misc]

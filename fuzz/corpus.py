@@ -18,7 +18,7 @@ import hashlib
 import pathlib
 import sys
 
-from otel_liveness.core.providers import PROFILES
+from otel_liveness.core.wire.providers import PROFILES
 from otel_liveness.testing import scripts
 from otel_liveness.testing.steps import Raw
 

@@ -33,15 +33,15 @@ import atheris
 with atheris.instrument_imports():
     import functools
 
-    from otel_liveness.core import bulk
     from otel_liveness.core.commands import READ, Release, Respond
-    from otel_liveness.core.engine import Engine
     from otel_liveness.core.errors import FrameTooLarge
-    from otel_liveness.core.framing import _ROLES, _comment_kind
     from otel_liveness.core.policy import Policy
-    from otel_liveness.core.providers import PREFIX, PROFILES, StreamFacts
-    from otel_liveness.core.request import RequestFacts
-    from otel_liveness.core.sse import SSEScanner
+    from otel_liveness.core.request.engine import Engine
+    from otel_liveness.core.request.facts import RequestFacts
+    from otel_liveness.core.wire import bulk
+    from otel_liveness.core.wire.framing import _ROLES, _comment_kind
+    from otel_liveness.core.wire.providers import PREFIX, PROFILES, StreamFacts
+    from otel_liveness.core.wire.sse import SSEScanner
 
 BOUND = 512
 PROVIDERS = sorted(name for name, profile in PROFILES.items() if profile.framing == "sse")

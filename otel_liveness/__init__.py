@@ -13,7 +13,6 @@ import logging as _logging
 import typing as _typing
 
 from ._version import __version__
-from .core.anthropic import continuation_message, decode_partial
 from .core.errors import (
     BodyNotReplayable,
     ConfigurationWarning,
@@ -41,6 +40,7 @@ from .core.events import (
 )
 from .core.outcome import AttemptOutcome, FrameKind, Phase, RequestReport, RetryReason, StopReason
 from .core.policy import Policy
+from .core.wire.anthropic import continuation_message, decode_partial
 from .transport import family_of as _family_of
 from .transport import liveness_policy
 from .transport._recorder import recorder_stats

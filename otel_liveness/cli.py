@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .core.providers import PROFILES
-from .core.sse import DEFAULT_MAX_FRAME_BYTES
+from .core.wire.providers import PROFILES
+from .core.wire.sse import DEFAULT_MAX_FRAME_BYTES
 
 if TYPE_CHECKING:
     from .tools.recordings import Recording

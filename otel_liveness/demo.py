@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._extras import missing_extra
-from .core.anthropic import continuation_message
 from .core.errors import ProviderError, StreamTruncated, WallTimeout, liveness_error
 from .core.events import AttemptEnded, Heartbeats, RetryScheduled, SemanticNotice, Verdict
 from .core.policy import Policy, parse_candidate
+from .core.wire.anthropic import continuation_message
 from .testing import Scenario, SimulatedProvider, anthropic_reply
 from .testing import steps as s
 from .testing.scripts import anthropic_error, anthropic_status, background_response, sse_event
@@ -253,7 +253,7 @@ def run_turn(provider: SimulatedProvider, scenario: DemoScenario, ts: float, *, 
     events: list[Any] = []
     policy = scaled_policy(ts, shadow=shadow, wall=scenario.wall).replace(capture_dir=capture_dir,
                                                                           candidates=canary_candidates(ts))
-    BUDGETS.clear()  # each turn on its own: the host's retry budget full (core/budget.py) ...
+    BUDGETS.clear()  # each turn on its own: the host's retry budget full (core/memory/budget.py) ...
     fleet_failures(provider, scenario, policy)  # ... unless other agents spent it just before
     transport = wrap(httpx2.HTTPTransport(), policy, hooks=[events.append, *hooks])
     http = httpx2.Client(transport=transport, timeout=httpx2.Timeout(600 * ts, connect=5.0))

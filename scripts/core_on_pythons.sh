@@ -55,7 +55,7 @@ for version in $versions; do
     continue
   fi
   venv=.venv-py$version
-  key=$( { cat pyproject.toml setup.py otel_liveness/core/*.[ch] otel_liveness/transport/*.c "$0"; "$py" -VV; } | cksum | cut -d' ' -f1)
+  key=$( { cat pyproject.toml setup.py otel_liveness/core/wire/*.[ch] otel_liveness/transport/*.c "$0"; "$py" -VV; } | cksum | cut -d' ' -f1)
   start=$(date +%s)
   if [ ! -e "$venv/.installed-$key" ]; then
     echo "core_on_pythons: Python $version ($py): building $venv"

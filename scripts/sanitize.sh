@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The C extensions (otel_liveness/core/_bulk.c, _lane.c, otel_liveness/transport/_reader.c) under
+# The C extensions (otel_liveness/core/wire/_bulk.c, _lane.c, otel_liveness/transport/_reader.c) under
 # AddressSanitizer and UndefinedBehaviorSanitizer: `make sanitize`.
 #
 #   scripts/sanitize.sh PYTHON
@@ -48,8 +48,8 @@ fi
 INCLUDE=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 SUFFIX=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 # package/module: the extensions, each built from otel_liveness/<package>/<module>.c
-EXTS="core/_bulk core/_lane transport/_reader"
-HASH=$( { for ext in $EXTS; do cat "$ROOT/otel_liveness/$ext.c"; done; cat "$ROOT"/otel_liveness/core/*.h; echo "$FLAGS";
+EXTS="core/wire/_bulk core/wire/_lane transport/_reader"
+HASH=$( { for ext in $EXTS; do cat "$ROOT/otel_liveness/$ext.c"; done; cat "$ROOT"/otel_liveness/core/wire/*.h; echo "$FLAGS";
           "$CC" --version | head -1; "$PYTHON" -VV; } | sha256sum | cut -c1-16)
 BASE=${SANITIZE_DIR:-$ROOT/build/sanitize}
 OUT=$BASE/$HASH
@@ -99,7 +99,7 @@ status=0
 # The sanitized modules are the ones imported, and they carry the sanitizer.
 run "$PYTHON" -c "
 import sys
-from otel_liveness.core import _bulk, _lane, bulk, lane
+from otel_liveness.core.wire import _bulk, _lane, bulk, lane
 from otel_liveness.transport import _reader
 from otel_liveness.transport._backends import SyncBackend
 for m in (_bulk, _lane, _reader):

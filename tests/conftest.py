@@ -34,7 +34,7 @@ def provider() -> Iterator[SimulatedProvider]:
 @pytest.fixture(autouse=True)
 def fresh_retry_budgets() -> Iterator[None]:
     """Each test starts with the process's retry budgets full: they are shared by every transport
-    of a process (core/budget.py), and one test's outage must not deny the next test's retries."""
+    of a process (core/memory/budget.py), and one test's outage must not deny the next test's retries."""
     from otel_liveness.transport._base import BUDGETS
 
     BUDGETS.clear()

@@ -135,7 +135,7 @@ def test_a_capture_ended_by_a_verdict_a_hair_early_replays_to_it() -> None:
     # The transport judges a read that wakes within TOLERANCE before a deadline at the deadline
     # (timers may fire a hair early; a loaded machine shifts its wake-ups). The capture's "end"
     # record is that moment; the replay must reach the same verdict, not call it incomplete.
-    from otel_liveness.core.engine import TOLERANCE
+    from otel_liveness.core.request.engine import TOLERANCE
     from otel_liveness.tools.analyze import analyze as replay
     from otel_liveness.tools.analyze import parse_capture as parse
 

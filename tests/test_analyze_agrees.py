@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from otel_liveness.core.engine import TOLERANCE
 from otel_liveness.core.events import AttemptEnded, Event
-from otel_liveness.core.eventstream import bedrock_exception
+from otel_liveness.core.request.engine import TOLERANCE
+from otel_liveness.core.wire.eventstream import bedrock_exception
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import (

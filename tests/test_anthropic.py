@@ -1,4 +1,4 @@
-"""Anthropic partial content (``otel_liveness.core.anthropic``): the released prefix of a truncated
+"""Anthropic partial content (``otel_liveness.core.wire.anthropic``): the released prefix of a truncated
 stream decoded into blocks, and the continuation message built from the complete ones only --
 text, thinking with its signature, redacted thinking, tool use from ``input_json_delta`` pieces,
 server tool use and citations."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_liveness.core.anthropic import continuation_message, decode_partial
+from otel_liveness.core.wire.anthropic import continuation_message, decode_partial
 from otel_liveness.testing.scripts import sse_event
 
 START = sse_event("message_start", {"type": "message_start", "message": {"id": "msg_1", "model": "claude-x"}})

@@ -85,8 +85,8 @@ def test_the_memchr_floor_counts_the_frames_the_scanner_finds() -> None:
 
     import pytest
 
-    bulk = pytest.importorskip("otel_liveness.core._bulk")
-    from otel_liveness.core.sse import SSEScanner
+    bulk = pytest.importorskip("otel_liveness.core.wire._bulk")
+    from otel_liveness.core.wire.sse import SSEScanner
 
     rng = random.Random(7)
     for _ in range(300):

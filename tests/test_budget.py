@@ -1,4 +1,4 @@
-"""The retry budget (core/budget.py): a pure state the engine consults with the time passed in --
+"""The retry budget (core/memory/budget.py): a pure state the engine consults with the time passed in --
 tested with a fake clock, then through engines that share it as the transports of a process do."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pytest
 
 from otel_liveness import Policy
 from otel_liveness.core import errors as E
-from otel_liveness.core.budget import BudgetRule, HostBudget, RetryBudgets
 from otel_liveness.core.commands import READ, Fail, Respond, Send, Sleep
-from otel_liveness.core.engine import Engine, IOFailure
 from otel_liveness.core.events import RetryDenied
-from otel_liveness.core.request import RequestFacts
+from otel_liveness.core.memory.budget import BudgetRule, HostBudget, RetryBudgets
+from otel_liveness.core.request.engine import Engine, IOFailure
+from otel_liveness.core.request.facts import RequestFacts
 from otel_liveness.testing.scripts import anthropic_error, sse_event
 
 RULE = BudgetRule(capacity=10.0, ratio=0.1, window=10.0, pause_initial=0.5, pause_max=60.0)
@@ -246,7 +246,7 @@ def test_shadow_mode_and_no_budget_leave_retries_as_the_table_says() -> None:
 def test_settle_applies_the_table_then_once_then_the_budget() -> None:
     """retry.settle: decide()'s decision, cut to one attempt for a request not to send twice,
     then the host's budget -- a retry it denies is answered beside the give-up it became."""
-    from otel_liveness.core.retry import Failure, FailureKind, GiveUp, Retry, RetryState, settle
+    from otel_liveness.core.attempt.retry import Failure, FailureKind, GiveUp, Retry, RetryState, settle
 
     failure = Failure(FailureKind.STATUS, status=503)
     policy = Policy()
@@ -267,7 +267,7 @@ def test_settle_applies_the_table_then_once_then_the_budget() -> None:
 def test_which_statuses_pause_the_hosts_retries(status: int, throttles: bool) -> None:
     """A 503, like a 429 or 529, is the provider asking every caller of the host to slow down: its
     retries pause (the other requests' too); a 500 or 502 spends a token and pauses nothing."""
-    from otel_liveness.core.retry import Failure, FailureKind, Retry, RetryState, budgeted, decide, throttling
+    from otel_liveness.core.attempt.retry import Failure, FailureKind, Retry, RetryState, budgeted, decide, throttling
 
     failure = Failure(FailureKind.STATUS, status=status)
     assert throttling(failure) is throttles

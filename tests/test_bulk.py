@@ -14,15 +14,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from otel_liveness.core import bulk
-from otel_liveness.core.anthropic import decode_partial
-from otel_liveness.core.bulk import JOURNAL_CLIPPED, JOURNAL_OPEN, JOURNAL_STOPPED, PyScanner
 from otel_liveness.core.errors import FrameTooLarge
-from otel_liveness.core.framing import _ROLES, SSEFramer, _comment_kind
-from otel_liveness.core.journal import replay_journal
 from otel_liveness.core.outcome import FrameKind
-from otel_liveness.core.providers import PREFIX, StreamFacts, profile_for
-from otel_liveness.core.sse import SSEScanner
+from otel_liveness.core.wire import bulk
+from otel_liveness.core.wire.anthropic import decode_partial
+from otel_liveness.core.wire.bulk import JOURNAL_CLIPPED, JOURNAL_OPEN, JOURNAL_STOPPED, PyScanner
+from otel_liveness.core.wire.framing import _ROLES, SSEFramer, _comment_kind
+from otel_liveness.core.wire.journal import replay_journal
+from otel_liveness.core.wire.providers import PREFIX, StreamFacts, profile_for
+from otel_liveness.core.wire.sse import SSEScanner
 
 H, P, S, E, X, U = (FrameKind.HEARTBEAT, FrameKind.PREAMBLE, FrameKind.SEMANTIC, FrameKind.END, FrameKind.ERROR,
                     FrameKind.UNKNOWN)
@@ -368,7 +368,7 @@ def test_pure_mode_selects_the_references(tmp_path: Any) -> None:
     import subprocess
     import sys
 
-    code = ("from otel_liveness.core import bulk, lane, engine, framing; "
+    code = ("from otel_liveness.core.wire import bulk, lane, framing; from otel_liveness.core.request import engine; "
             "print(bulk.PURE, bulk.NATIVE, lane.NATIVE, engine.Lane is lane.PyLane, framing.Scanner is bulk.PyScanner)")
     env = {**os.environ, "OTEL_LIVENESS_PURE": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
@@ -461,7 +461,7 @@ def test_a_text_body_ends_alike_wherever_its_bytes_fall_in_a_word() -> None:
         got.append((answers, scanner.journal()))
     assert got[0] == got[1]
     assert sum(1 for answer, _, _ in got[0][0] if answer > 0) > 300  # most are canonical deltas, admitted
-    from otel_liveness.core.bulk import canonical_delta as reference
+    from otel_liveness.core.wire.bulk import canonical_delta as reference
 
     for chunk in reads:
         block = chunk[:-2] if chunk.endswith(b"\n\n") else chunk

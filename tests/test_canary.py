@@ -16,11 +16,11 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 import otel_liveness
 from otel_liveness import Policy
 from otel_liveness.cli import main
-from otel_liveness.core import canary as canary_module
-from otel_liveness.core.canary import judge_candidates
 from otel_liveness.core.errors import InvalidPolicy
 from otel_liveness.core.events import AttemptEnded, CandidateVerdict, Event
 from otel_liveness.core.policy import MAX_CANDIDATES, parse_candidate
+from otel_liveness.core.tuning import canary as canary_module
+from otel_liveness.core.tuning.canary import judge_candidates
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
 from otel_liveness.tools.whatif import load, whatif
@@ -205,9 +205,9 @@ def test_a_spared_replay_is_one_that_could_not_have_killed(provider: str) -> Non
     """The canary skips the replay of a completed attempt no clock of a candidate could reach
     (``cannot_kill``): on thousands of drawn attempts and policies, every attempt it would spare
     is one the replay does not kill -- and the replay does kill some of those it does not spare."""
-    from otel_liveness.core.canary import KILLS, _spared, cannot_kill
-    from otel_liveness.core.recording import recording_of
-    from otel_liveness.core.replay import judge
+    from otel_liveness.core.capture.recording import recording_of
+    from otel_liveness.core.tuning.canary import KILLS, _spared, cannot_kill
+    from otel_liveness.core.tuning.replay import judge
 
     rng = random.Random(f"canary-{provider}")
     spared = killed = 0

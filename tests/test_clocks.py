@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_liveness.core.clocks import (
+from otel_liveness.core.attempt.clocks import (
     CONTINUE,
     AttemptClock,
     Notice,

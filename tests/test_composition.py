@@ -25,7 +25,7 @@ from opentelemetry.trace import StatusCode
 import otel_liveness
 from otel_liveness import BodyNotReplayable, Policy, ProviderError, StreamTruncated
 from otel_liveness.core.commands import Fail
-from otel_liveness.core.memory import CadenceMemory, ExhaustedCache
+from otel_liveness.core.memory.caches import CadenceMemory, ExhaustedCache
 from otel_liveness.testing import SimulatedProvider, anthropic_reply, openai_chat_reply
 from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import anthropic_status, sse_event
@@ -240,7 +240,7 @@ KINDS = ("healthy", "dead-before-content", "truncated")
 def test_32_threads_on_one_transport_each_get_their_own_report(provider: SimulatedProvider,
                                                               fast_switching: None) -> None:
     # (a third of the calls fail first: far past the retry budget's tenth, which would shed their
-    # retries -- core/budget.py; this test is about each thread's own state, so no budget here)
+    # retries -- core/memory/budget.py; this test is about each thread's own state, so no budget here)
     policy = FAST.replace(raw_idle_timeout=1.0, semantic_notice_interval=0.2, retry_budget=None)
     rounds = 2
     urls: dict[tuple[int, int], str] = {}

@@ -12,11 +12,11 @@ import pytest
 
 from otel_liveness.core import errors as E
 from otel_liveness.core.commands import COMPLETE, READ, Fail, Respond, Send
-from otel_liveness.core.engine import Engine
 from otel_liveness.core.events import Verdict
-from otel_liveness.core.memory import ExhaustedCache, RequestKey, auth_identity, request_key
+from otel_liveness.core.memory.caches import ExhaustedCache, RequestKey, auth_identity, request_key
 from otel_liveness.core.outcome import AttemptOutcome
-from otel_liveness.core.request import RequestFacts
+from otel_liveness.core.request.engine import Engine
+from otel_liveness.core.request.facts import RequestFacts
 from otel_liveness.testing.scripts import Raw, anthropic_error, bedrock_reply, gemini_reply
 
 from .test_engine import FINISH, POLICY, REPLY, SSE, START, Outcome, drive, ok, status, stream

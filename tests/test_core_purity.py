@@ -1,5 +1,5 @@
 """The pure core imports neither httpx, opentelemetry nor a clock: its Python (the imports of
-``core/*.py``) and its C (what ``core/*.c`` and ``core/*.h`` include and call: no clock, no I/O,
+``core/**/*.py``) and its C (what ``core/wire/*.c`` and ``*.h`` include and call: no clock, no I/O,
 no threads, no iterator driven -- that is the transport's, e.g. ``transport/_reader.c``)."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def imported_modules(path: pathlib.Path) -> set[str]:
 
 
 def test_core_sources_import_nothing_forbidden() -> None:
-    files = sorted(CORE.glob("*.py"))
-    assert len(files) >= 7
+    files = sorted(CORE.rglob("*.py"))
+    assert len(files) >= 30  # every module, in every sub-package
     for path in files:
         bad = imported_modules(path) & set(FORBIDDEN)
         assert not bad, f"{path.name} imports {sorted(bad)}"
@@ -165,12 +165,12 @@ def c_impurities(path: pathlib.Path, text: str | None = None, defines: dict[str,
 
 def _c_defines() -> dict[str, str]:
     """The string macros of the core's headers (a capsule's name is one)."""
-    return {name: value for header in CORE.glob("*.h")
+    return {name: value for header in CORE.rglob("*.h")
             for name, value in re.findall(r'^\s*#\s*define\s+(\w+)\s+"([^"]*)"', header.read_text(), re.M)}
 
 
 def test_core_c_sources_read_no_clock_do_no_io_and_start_no_thread() -> None:
-    files = sorted(CORE.glob("*.c")) + sorted(CORE.glob("*.h"))
+    files = sorted(CORE.rglob("*.c")) + sorted(CORE.rglob("*.h"))
     assert {"_lane.c", "_bulk.c"} <= {path.name for path in files}
     found = [line for path in files for line in c_impurities(path, defines=_c_defines())]
     assert not found, ("the core's C must be pure (a clock, I/O, threads and an iterator's reads are the "

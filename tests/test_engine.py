@@ -15,14 +15,14 @@ import pytest
 
 from otel_liveness import Policy
 from otel_liveness.core import errors as E
-from otel_liveness.core.clocks import AttemptClock
+from otel_liveness.core.attempt.clocks import AttemptClock
 from otel_liveness.core.commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Send, Sleep
-from otel_liveness.core.engine import Engine, IOFailure
 from otel_liveness.core.events import AttemptEnded, Event, RequestEnded, SemanticNotice, Verdict
-from otel_liveness.core.memory import CadenceMemory, ExhaustedCache
+from otel_liveness.core.memory.caches import CadenceMemory, ExhaustedCache
 from otel_liveness.core.outcome import AttemptOutcome, Completion, NoticeKind, StopReason
-from otel_liveness.core.request import RequestFacts
-from otel_liveness.core.state import INPUTS, TRANSITIONS, State
+from otel_liveness.core.request.engine import Engine, IOFailure
+from otel_liveness.core.request.facts import RequestFacts
+from otel_liveness.core.request.state import INPUTS, TRANSITIONS, State
 from otel_liveness.testing.scripts import PING, anthropic_error, sse_event
 
 SSE = {"content-type": "text/event-stream"}
@@ -936,8 +936,8 @@ def test_a_stream_in_an_encoding_it_cannot_read_is_released_as_it_comes() -> Non
 def test_commands_and_decisions_are_immutable_values() -> None:
     import dataclasses
 
-    from otel_liveness.core import commands, retry
-
+    from otel_liveness.core import commands
+    from otel_liveness.core.attempt import retry
     classes = [commands.Send, commands.Sleep, commands.Respond, commands.Fail, commands.Reraise, commands.Complete,
                commands.Release, retry.Failure, retry.Retry, retry.GiveUp, retry.Reject, retry.Truncate, retry.RetryState]
     for cls in classes:
@@ -1065,7 +1065,7 @@ def test_notify_delivers_the_notices_due_and_never_a_verdict() -> None:
     assert len([e for e in events if isinstance(e, SemanticNotice)]) == 3
 
 
-# -- the state table (core/state.py), walked ----------------------------------------------------------
+# -- the state table (core/request/state.py), walked ------------------------------------------------
 
 
 def _engine(policy: Policy = POLICY, **kw: Any) -> tuple[Engine, list[Event]]:
@@ -1220,14 +1220,14 @@ def test_no_module_writes_a_clocks_fields() -> None:
 # Every write of an attribute named ``committed`` in the package, by (file, function, target),
 # that is not the attempt's own writer: Attempt.commit() (and the initial False in its __init__).
 # The others are other objects' fields of the same name, each a copy of the attempt's.
-#: The writers of an attempt's two states (core/state.py) and of any ``committed`` field.
+#: The writers of an attempt's two states (core/attempt/modes.py) and of any ``committed`` field.
 _STATE_WRITERS = {
-    ("core/attempt.py", "Attempt.__init__", "self.mode"),  # the initial values
-    ("core/attempt.py", "Attempt.__init__", "self.release_state"),
-    ("core/attempt.py", "Attempt.become", "self.mode"),  # the one mover of the body mode
-    ("core/attempt.py", "Attempt._released_as", "self.release_state"),  # of the release state (commit, finish)
+    ("core/attempt/attempt.py", "Attempt.__init__", "self.mode"),  # the initial values
+    ("core/attempt/attempt.py", "Attempt.__init__", "self.release_state"),
+    ("core/attempt/attempt.py", "Attempt.become", "self.mode"),  # the one mover of the body mode
+    ("core/attempt/attempt.py", "Attempt._released_as", "self.release_state"),  # of the release state (commit, finish)
     ("core/errors.py", "WallTimeout.__init__", "self.committed"),  # the error's own field
-    ("core/report.py", "Reporter._finish_record", "record.committed"),  # the attempt's record, at its end
+    ("core/request/report.py", "Reporter._finish_record", "record.committed"),  # the attempt's record, at its end
 }
 _STATE_ATTRS = frozenset({"mode", "release_state", "committed", "done", "scanned"})
 
@@ -1281,11 +1281,11 @@ def test_only_become_and_commit_or_finish_move_an_attempts_states() -> None:
     probe = ("class Engine:\n    def io_error(self, attempt):\n        attempt.committed = True\n"
              "class Attempt:\n    def probed(self):\n        self.mode = 1\n"
              "        a, self.done = 1, True\n        setattr(self, 'release_state', True)\n")
-    assert _state_writes(probe, "core/attempt.py") == [
-        ("core/attempt.py", "Engine.io_error", "attempt.committed"),
-        ("core/attempt.py", "Attempt.probed", "self.mode"),
-        ("core/attempt.py", "Attempt.probed", "self.done"),
-        ("core/attempt.py", "Attempt.probed", "setattr(self)"),
+    assert _state_writes(probe, "core/attempt/attempt.py") == [
+        ("core/attempt/attempt.py", "Engine.io_error", "attempt.committed"),
+        ("core/attempt/attempt.py", "Attempt.probed", "self.mode"),
+        ("core/attempt/attempt.py", "Attempt.probed", "self.done"),
+        ("core/attempt/attempt.py", "Attempt.probed", "setattr(self)"),
     ]
 
 
@@ -1294,8 +1294,8 @@ def test_an_engine_and_its_attempts_are_freed_without_the_cycle_collector() -> N
     a finished request's memory (held bytes, prefix, journal) goes back as soon as it is dropped."""
     import gc
 
-    from otel_liveness.core.attempt import Attempt
-    from otel_liveness.core.report import Reporter
+    from otel_liveness.core.attempt.attempt import Attempt
+    from otel_liveness.core.request.report import Reporter
 
     kinds = (Engine, Attempt, Reporter)
 
@@ -1371,7 +1371,7 @@ def test_frames_after_the_end_frame_are_past_the_reply(split: bool) -> None:
     assert out.error is None and out.outcomes == ["completed"]
 
 
-# -- the attempt's two tables (core/state.py), walked ------------------------------------------------
+# -- the attempt's two tables (core/attempt/modes.py), walked ----------------------------------------------
 
 JSON = {"content-type": "application/json"}
 _SHADOW = POLICY.replace(shadow=True)
@@ -1379,7 +1379,7 @@ _SHADOW = POLICY.replace(shadow=True)
 
 def _once(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """``Attempt.<name>`` raises once: a fault of the judging itself (shadow mode goes on unjudged)."""
-    from otel_liveness.core.attempt import Attempt
+    from otel_liveness.core.attempt.attempt import Attempt
 
     real = getattr(Attempt, name)
     fired = []
@@ -1418,8 +1418,8 @@ def test_every_attempt_move_is_in_its_table_and_every_move_of_the_tables_is_made
     """The body mode and the release state, recorded on every move through the engine's inputs
     only: each move is one of BODY_MODES / RELEASES (else IllegalInput), and the recipes make
     every move the tables list -- the tables say no more than the code does."""
-    from otel_liveness.core.attempt import Attempt
-    from otel_liveness.core.state import BODY_MODES, RELEASES
+    from otel_liveness.core.attempt.attempt import Attempt
+    from otel_liveness.core.attempt.modes import BODY_MODES, RELEASES
 
     moves: set[tuple[str, str]] = set()
     become, released_as = Attempt.become, Attempt._released_as
@@ -1450,7 +1450,7 @@ def test_every_attempt_move_is_in_its_table_and_every_move_of_the_tables_is_made
 
 
 def test_a_move_outside_an_attempts_tables_is_a_typed_error_that_changes_nothing() -> None:
-    from otel_liveness.core.state import BodyMode
+    from otel_liveness.core.attempt.modes import BodyMode
 
     engine, _ = _in(State.HOLDING)
     attempt = engine.attempt

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_liveness.core.errors import CorruptFrame, FrameTooLarge, MalformedStream
-from otel_liveness.core.eventstream import (
+from otel_liveness.core.wire.eventstream import (
     CONTENT_TYPE,
     EventStreamScanner,
     Message,

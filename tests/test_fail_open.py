@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_liveness.core import errors as E
-from otel_liveness.core.eventstream import bedrock_chunk, encode_message
 from otel_liveness.core.outcome import Completion
+from otel_liveness.core.wire.eventstream import bedrock_chunk, encode_message
 from otel_liveness.testing.scripts import PING, sse_event
 
 from .test_engine import POLICY, SSE, Step, drive, error_type, status

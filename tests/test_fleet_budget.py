@@ -1,6 +1,6 @@
 """The retry budget through the transport: one process's transports -- in threads, in asyncio
 tasks, under the real anthropic SDK -- share one budget per provider host, so a provider that is
-down for all of them gets about one attempt a call (core/budget.py; docs/operations.md,
+down for all of them gets about one attempt a call (core/memory/budget.py; docs/operations.md,
 "Retries at fleet scale")."""
 
 from __future__ import annotations

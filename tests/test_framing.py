@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from otel_liveness.core.framing import EventStreamFramer, SSEFramer, framer_for
-from otel_liveness.core.providers import PROFILES
+from otel_liveness.core.wire.framing import EventStreamFramer, SSEFramer, framer_for
+from otel_liveness.core.wire.providers import PROFILES
 
 SSE = "text/event-stream"
 EVENTSTREAM = "application/vnd.amazon.eventstream"

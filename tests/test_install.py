@@ -365,4 +365,4 @@ def test_a_build_without_a_compiler_is_a_pure_wheel(tmp_path: pathlib.Path) -> N
     import zipfile
 
     names = zipfile.ZipFile(wheel).namelist()
-    assert "otel_liveness/core/bulk.py" in names and not [n for n in names if n.endswith(".so")]
+    assert "otel_liveness/core/wire/bulk.py" in names and not [n for n in names if n.endswith(".so")]

@@ -83,8 +83,8 @@ def test_default_mode_is_shadow(tel) -> None:  # type: ignore[no-untyped-def]
     ("openrouter.ai", "openrouter"),
 ])
 def test_default_hosts_cover_every_provider_profile(host: str, profile: str) -> None:
-    from otel_liveness.core.hosts import HostMatcher
-    from otel_liveness.core.providers import HOST_PATTERNS, PROFILES
+    from otel_liveness.core.wire.hosts import HostMatcher
+    from otel_liveness.core.wire.providers import HOST_PATTERNS, PROFILES
     from otel_liveness.telemetry.instrumentor import DEFAULT_HOSTS
 
     assert set(HOST_PATTERNS) == set(PROFILES)  # a new profile must say where it is served from
@@ -101,7 +101,7 @@ def test_default_hosts_cover_every_provider_profile(host: str, profile: str) -> 
     "example.com", "127.0.0.1", "",
 ])
 def test_default_hosts_leave_other_hosts_alone(host: str) -> None:
-    from otel_liveness.core.hosts import HostMatcher
+    from otel_liveness.core.wire.hosts import HostMatcher
     from otel_liveness.telemetry.instrumentor import DEFAULT_HOSTS
 
     assert host not in HostMatcher(DEFAULT_HOSTS)

@@ -1,5 +1,5 @@
 """Tests that use the transport do not depend on their order: the process's retry budgets
-(core/budget.py) are shared by every transport, and the pytest plugin starts every test with them
+(core/memory/budget.py) are shared by every transport, and the pytest plugin starts every test with them
 full -- a user's suite, run by pytest as a user runs it (``pytester``), passes in both orders; and
 the same suite without the plugin fails, so the check can fail."""
 

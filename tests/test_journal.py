@@ -1,4 +1,4 @@
-"""The content journal (``core/journal.py``): what its writer records, its reader replays into the
+"""The content journal (``core/wire/journal.py``): what its writer records, its reader replays into the
 partial message the recorded frames decode to; a retracted read leaves it as it was; its bound
 is never passed. The C half (``_journal.h``) is held to the same bytes in ``tests/test_bulk.py``
 (through the scanners) and below."""
@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_liveness.core import bulk
-from otel_liveness.core.anthropic import decode_partial
-from otel_liveness.core.journal import (
+from otel_liveness.core.outcome import FrameKind
+from otel_liveness.core.wire import bulk
+from otel_liveness.core.wire.anthropic import decode_partial
+from otel_liveness.core.wire.journal import (
     JOURNAL_CLIPPED,
     JOURNAL_OPEN,
     JOURNAL_STOPPED,
@@ -21,9 +22,8 @@ from otel_liveness.core.journal import (
     canonical_delta,
     replay_journal,
 )
-from otel_liveness.core.outcome import FrameKind
-from otel_liveness.core.providers import StreamFacts, profile_for
-from otel_liveness.core.sse import SSEScanner
+from otel_liveness.core.wire.providers import StreamFacts, profile_for
+from otel_liveness.core.wire.sse import SSEScanner
 from tests.test_bulk import PIECES, make
 
 # The content pieces of test_bulk's corpus (every canonical and non-canonical delta shape, block

@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 import otel_liveness
 from otel_liveness import Policy, StreamTruncated
-from otel_liveness.core import bulk, engine
-from otel_liveness.core import lane as lane_mod
-from otel_liveness.core.lane import PyLane
-from otel_liveness.core.providers import PREFIX, profile_for
-from otel_liveness.core.sse import whole_frame
+from otel_liveness.core.request import engine
+from otel_liveness.core.wire import bulk
+from otel_liveness.core.wire import lane as lane_mod
+from otel_liveness.core.wire.lane import PyLane
+from otel_liveness.core.wire.providers import PREFIX, profile_for
+from otel_liveness.core.wire.sse import whole_frame
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
 
@@ -264,8 +265,8 @@ def test_reference_lane_admits_exactly_whole_semantic_frames(chunk: Any, max_fra
 
 
 def _scanner(cls: Any) -> Any:
-    from otel_liveness.core.framing import _ROLES, _comment_kind
-    from otel_liveness.core.providers import StreamFacts
+    from otel_liveness.core.wire.framing import _ROLES, _comment_kind
+    from otel_liveness.core.wire.providers import StreamFacts
 
     profile = profile_for("anthropic")
     slow = functools.partial(profile.classify_block, facts=StreamFacts())
@@ -464,8 +465,8 @@ def test_a_c_lane_calls_an_exact_scanner_in_c_and_a_subclass_through_its_admit()
 def test_an_error_of_the_scanner_called_in_c_propagates_from_step() -> None:
     # The scanner refuses a call while it is busy (its Python classifier is running): called from
     # the lane in C, that refusal still reaches the caller of step(), and the lane counts nothing.
-    from otel_liveness.core.framing import _ROLES, _comment_kind
-    from otel_liveness.core.providers import StreamFacts
+    from otel_liveness.core.wire.framing import _ROLES, _comment_kind
+    from otel_liveness.core.wire.providers import StreamFacts
 
     profile = profile_for("anthropic")
     seen: list[BaseException] = []
@@ -675,7 +676,7 @@ def test_pings_inside_runs_give_the_same_span_events_and_metrics_on_the_lane(mon
 
 def _c_lane() -> Any:
     """The C lane, built beside the reference whatever OTEL_LIVENESS_PURE selects (skip if not built)."""
-    return pytest.importorskip("otel_liveness.core._lane").Lane
+    return pytest.importorskip("otel_liveness.core.wire._lane").Lane
 
 
 def _public(cls: Any) -> set[str]:
@@ -808,19 +809,19 @@ def test_the_lane_counts_have_one_hand_over() -> None:
 
         walk(tree, "", path.relative_to(root).as_posix())
     assert calls == {
-        "take": {"core/attempt.py:Attempt.absorb_lane"},
-        "take_beats": {"core/attempt.py:Attempt.absorb_lane"},
-        "steady_reads": {"core/attempt.py:Attempt.absorb_lane"},
-        "absorb_lane": {"core/state.py:input_method.wrapper"},
+        "take": {"core/attempt/attempt.py:Attempt.absorb_lane"},
+        "take_beats": {"core/attempt/attempt.py:Attempt.absorb_lane"},
+        "steady_reads": {"core/attempt/attempt.py:Attempt.absorb_lane"},
+        "absorb_lane": {"core/request/state.py:input_method.wrapper"},
     }
-    api = (root / "core" / "lane_api.h").read_text()
+    api = (root / "core" / "wire" / "lane_api.h").read_text()
     fields = api[api.index("typedef struct {") : api.index("} LaneAPI;")]
     assert "take" not in fields and "reads" not in fields and "(*step)" in fields
     assert re.search(r"\btake(_beats)?\b", (root / "transport" / "_reader.c").read_text()) is None
 
 
 def _engine_at_content(cls: Any, monkeypatch: pytest.MonkeyPatch, events: list[Any], policy: Policy | None = None) -> Any:
-    from otel_liveness.core.request import RequestFacts
+    from otel_liveness.core.request.facts import RequestFacts
 
     monkeypatch.setattr(engine, "Lane", cls)
     e = engine.Engine(policy or Policy(), RequestFacts(streaming=True, body_size=100), 0.0, provider="anthropic",
@@ -831,7 +832,7 @@ def _engine_at_content(cls: Any, monkeypatch: pytest.MonkeyPatch, events: list[A
 
 
 def _books(e: Any, events: list[Any]) -> dict[str, Any]:
-    from otel_liveness.core.clocks import AttemptClock
+    from otel_liveness.core.attempt.clocks import AttemptClock
 
     attempt = e.attempt
     clock = {name: getattr(attempt.clock, name) for name in AttemptClock.__slots__}
@@ -972,7 +973,7 @@ class _Declines:
 def _stream_with_hooks(monkeypatch: pytest.MonkeyPatch, impl: str, hooks: list[Any]) -> Any:
     """The pinged reply (a ping every 3 deltas) read to its end through an engine with ``hooks``,
     each read offered to the lane (``impl``) first."""
-    from otel_liveness.core.request import RequestFacts
+    from otel_liveness.core.request.facts import RequestFacts
 
     monkeypatch.setattr(engine, "Lane", IMPLS[impl])
     e = engine.Engine(Policy(), RequestFacts(streaming=True, body_size=100), 0.0, provider="anthropic",
@@ -1010,8 +1011,7 @@ def test_a_hook_that_declines_heartbeats_gets_every_other_event_and_the_others_g
 @pytest.mark.parametrize("impl", ["general", "native"])
 def test_when_every_hook_declines_no_heartbeats_event_is_made_and_the_count_stays(
         monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
-    from otel_liveness.core import report as report_module
-
+    from otel_liveness.core.request import report as report_module
     made: list[Any] = []
 
     class Counted(otel_liveness.Heartbeats):  # type: ignore[misc]
@@ -1039,7 +1039,7 @@ def test_a_hook_whose_answer_fails_gets_the_heartbeats_and_the_failure_is_counte
 
 
 def test_hooks_changed_mid_request_are_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    from otel_liveness.core.request import RequestFacts
+    from otel_liveness.core.request.facts import RequestFacts
 
     monkeypatch.setattr(engine, "Lane", IMPLS["general"])
     declining, later = _Declines(), _Declines(True)

@@ -1,4 +1,4 @@
-"""Top-level members of a JSON body (core/members.py): the C walk equals the Python reference on
+"""Top-level members of a JSON body (core/wire/members.py): the C walk equals the Python reference on
 every input, well-formed or not; on well-formed bodies both equal what ``json.loads`` says; the
 request facts read the model and the stream flag through it."""
 
@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_liveness.core import members
 from otel_liveness.core.commands import Send
-from otel_liveness.core.engine import Engine
-from otel_liveness.core.members import py_top_level
 from otel_liveness.core.policy import Policy
-from otel_liveness.core.request import RequestFacts
+from otel_liveness.core.request.engine import Engine
+from otel_liveness.core.request.facts import RequestFacts
+from otel_liveness.core.wire import members
+from otel_liveness.core.wire.members import py_top_level
 
 try:
-    from otel_liveness.core._bulk import top_level as c_top_level
+    from otel_liveness.core.wire._bulk import top_level as c_top_level
 except ImportError:  # pragma: no cover - built without a C compiler
     c_top_level = None
 

@@ -194,7 +194,7 @@ def test_first_byte_timeout_says_auto_is_allowed() -> None:
     ("http://[::1]:8080", "::1"), ("not a host", None),
 ])
 def test_a_hosts_entry_may_be_a_url_or_host_port(raw: str, host: str | None) -> None:
-    from otel_liveness.core.hosts import host_of
+    from otel_liveness.core.wire.hosts import host_of
 
     assert host_of(raw) == host
 

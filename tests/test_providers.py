@@ -7,8 +7,8 @@ import json
 import pytest
 
 from otel_liveness.core.outcome import FrameKind
-from otel_liveness.core.providers import PREFIX, PROFILES, StreamFacts, profile_for, select_provider
-from otel_liveness.core.sse import SSEScanner
+from otel_liveness.core.wire.providers import PREFIX, PROFILES, StreamFacts, profile_for, select_provider
+from otel_liveness.core.wire.sse import SSEScanner
 
 H, P, S, E, X, U = (FrameKind.HEARTBEAT, FrameKind.PREAMBLE, FrameKind.SEMANTIC, FrameKind.END,
                     FrameKind.ERROR, FrameKind.UNKNOWN)
@@ -63,7 +63,7 @@ def test_anthropic_in_band_error() -> None:
 
 
 def test_anthropic_deltas_are_not_json_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
-    import otel_liveness.core.providers as providers
+    import otel_liveness.core.wire.providers as providers
 
     calls = []
     real = providers._json
@@ -210,7 +210,7 @@ def test_every_fast_key_is_a_whole_prefix_and_matches_the_recorded_ping() -> Non
     b"\xff\xfe\x00",  # neither
 ])
 def test_frame_json_answers_as_loads_does(data: bytes) -> None:
-    from otel_liveness.core.providers import _json
+    from otel_liveness.core.wire.providers import _json
 
     try:
         expected = json.loads(data)

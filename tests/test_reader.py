@@ -14,9 +14,9 @@ import pytest
 
 import otel_liveness
 from otel_liveness import Policy, StreamTruncated
-from otel_liveness.core import bulk
-from otel_liveness.core.lane import PyLane
-from otel_liveness.core.providers import PREFIX, profile_for
+from otel_liveness.core.wire import bulk
+from otel_liveness.core.wire.lane import PyLane
+from otel_liveness.core.wire.providers import PREFIX, profile_for
 from otel_liveness.transport._backends import AsyncBackend, SyncBackend
 
 from .test_lane import DELTA, PING, _reply_chunks
@@ -267,9 +267,9 @@ def test_a_fake_monotonic_installed_before_import_is_called_not_bypassed() -> No
     code = """
 import time
 time.monotonic = lambda: 42.0
-from otel_liveness.core import _lane
+from otel_liveness.core.wire import _lane
 from otel_liveness.transport import _reader
-from otel_liveness.core.providers import PREFIX, profile_for
+from otel_liveness.core.wire.providers import PREFIX, profile_for
 lane = _lane.Lane(profile_for("anthropic").semantic_keys, PREFIX, 1 << 20, [])
 lane.open(100.0, 10.0, 1000.0, 0.0, 0)
 STEADY = object()
@@ -287,10 +287,9 @@ print(len(out), lane.last)
 
 
 def test_the_reader_steps_the_lane_through_its_capsule_which_checks_the_lane() -> None:
-    # The reader calls the lane's step() from C (core/lane_api.h): the lane is checked as step()
+    # The reader calls the lane's step() from C (core/wire/lane_api.h): the lane is checked as step()
     # checks it, so one whose __init__ never ran is an error thrown into the body, not a crash.
-    from otel_liveness.core import _lane
-
+    from otel_liveness.core.wire import _lane
     assert type(_lane._C_API).__name__ == "PyCapsule"  # type: ignore[attr-defined]
     log: list[Any] = []
     lane = SyncBackend.steady_lane.__new__(SyncBackend.steady_lane)
@@ -309,10 +308,10 @@ def test_without_the_c_lane_the_reader_does_not_import_and_the_body_runs_its_own
 import sys
 class Block:
     def find_spec(self, name, path=None, target=None):
-        if name == "otel_liveness.core._lane":
+        if name == "otel_liveness.core.wire._lane":
             raise ModuleNotFoundError("blocked " + name, name=name)
 sys.meta_path.insert(0, Block())
-from otel_liveness.core import lane
+from otel_liveness.core.wire import lane
 from otel_liveness.transport._backends import SyncBackend
 try:
     import otel_liveness.transport._reader

@@ -16,7 +16,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 import otel_liveness
-from otel_liveness.core.sse import SSEScanner
+from otel_liveness.core.wire.sse import SSEScanner
 from otel_liveness.telemetry import TelemetryHook
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s

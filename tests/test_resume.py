@@ -1,4 +1,4 @@
-"""Background responses resumed after content (core/resume.py): a stream of an OpenAI Responses
+"""Background responses resumed after content (core/wire/resume.py): a stream of an OpenAI Responses
 background response that dies after content is continued with ``GET .../responses/{id}?stream=true
 &starting_after=N`` -- the caller reads every event once, in order, as the provider kept them --
 bounded by ``max_attempts`` and the wall budget; nothing else is resumed."""
@@ -17,8 +17,8 @@ import pytest
 
 import otel_liveness
 from otel_liveness import Policy, StreamTruncated
-from otel_liveness.core.request import RequestFacts
-from otel_liveness.core.resume import FrameAligner, ResumeState, resumable, resume_target
+from otel_liveness.core.request.facts import RequestFacts
+from otel_liveness.core.wire.resume import FrameAligner, ResumeState, resumable, resume_target
 from otel_liveness.testing import steps as s
 from otel_liveness.testing.scenario import BackgroundScenario
 from otel_liveness.testing.scripts import background_response, openai_responses_reply

@@ -14,11 +14,11 @@ import pytest
 
 from otel_liveness import Policy
 from otel_liveness.core import errors as E
-from otel_liveness.core.anthropic import decode_partial
 from otel_liveness.core.commands import COMPLETE, READ, Fail, Release, Respond
-from otel_liveness.core.engine import HOLD_VERBATIM_BYTES, Engine
-from otel_liveness.core.request import RequestFacts
-from otel_liveness.core.sse import SSEScanner
+from otel_liveness.core.request.engine import HOLD_VERBATIM_BYTES, Engine
+from otel_liveness.core.request.facts import RequestFacts
+from otel_liveness.core.wire.anthropic import decode_partial
+from otel_liveness.core.wire.sse import SSEScanner
 from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import BEDROCK_HEADERS, PING, bedrock_reply, openai_chat_reply, sse_event
 

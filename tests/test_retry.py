@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_liveness.core.outcome import AttemptOutcome, DelaySource, Phase, RetryReason
-from otel_liveness.core.policy import Policy
-from otel_liveness.core.retry import (
+from otel_liveness.core.attempt.retry import (
     Failure,
     FailureKind,
     GiveUp,
@@ -21,6 +19,8 @@ from otel_liveness.core.retry import (
     failure_reason,
     retry_after,
 )
+from otel_liveness.core.outcome import AttemptOutcome, DelaySource, Phase, RetryReason
+from otel_liveness.core.policy import Policy
 
 NOW = 1_700_000_000.0  # a fixed "wall clock" for HTTP dates
 POLICY = Policy()

@@ -343,7 +343,7 @@ def test_the_fallback_middlewares_capacity_errors_are_its_to_handle(provider) ->
     assert provider.attempts("middleware") == 1
     assert info.value.response.extensions["liveness"]["stop_reason"] == "deferred"
     # Without the middleware, the same answer is retried below the SDK (until the host's retry
-    # budget stops it: core/budget.py).
+    # budget stops it: core/memory/budget.py).
     url = provider.add("no-middleware", [[anthropic_status(429, "rate_limit_error")]])
     with pytest.raises(anthropic.RateLimitError):
         sdk(url).messages.create(model="m", max_tokens=5, messages=MESSAGES)
@@ -461,7 +461,7 @@ def test_a_request_with_a_remote_mcp_server_gets_one_attempt_as_its_sdk_gives_it
 
 
 def test_only_the_tools_member_names_a_remote_mcp_server() -> None:
-    from otel_liveness.core.request import RequestFacts
+    from otel_liveness.core.request.facts import RequestFacts
 
     def facts(body: bytes) -> RequestFacts:
         return RequestFacts.read(method="POST", url="https://api.openai.com/v1/responses", host="api.openai.com",

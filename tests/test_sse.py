@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_liveness.core.errors import FrameTooLarge
-from otel_liveness.core.sse import COMMENT, Frame, SSEScanner, comment_frames, parse_block, without_head_comments
+from otel_liveness.core.wire.sse import COMMENT, Frame, SSEScanner, comment_frames, parse_block, without_head_comments
 
 
 def scan(data: bytes, *, chunks: list[int] | None = None, bound: int = 1 << 20) -> list[Frame]:

@@ -379,7 +379,7 @@ def test_notices_arrive_on_time_during_total_silence(variant, provider, where) -
 def test_a_notice_that_cannot_be_delivered_does_not_spin_the_read(variant, provider) -> None:  # type: ignore[no-untyped-def]
     # semantic_timeout == notice interval: the first notice is never delivered (the failure comes
     # first). The blocked read must then simply wait for its own deadline, not wake every ms.
-    from otel_liveness.core.engine import Engine
+    from otel_liveness.core.request.engine import Engine
 
     calls = []
     original = Engine.woke

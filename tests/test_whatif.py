@@ -14,9 +14,9 @@ import pytest
 from otel_liveness import Policy
 from otel_liveness.cli import main
 from otel_liveness.core.events import AttemptEnded, Event
-from otel_liveness.core.framing import framer_for
 from otel_liveness.core.outcome import FrameKind
-from otel_liveness.core.providers import PROFILES
+from otel_liveness.core.wire.framing import framer_for
+from otel_liveness.core.wire.providers import PROFILES
 from otel_liveness.testing import anthropic_reply
 from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import PING
@@ -496,7 +496,7 @@ def test_a_capture_whose_last_line_was_cut_is_read_up_to_it(tmp_path: pathlib.Pa
 
 
 def test_replay_names_an_in_band_rejection_and_follows_a_long_silence_to_its_verdict() -> None:
-    from otel_liveness.core.replay import judge as judge_chunks
+    from otel_liveness.core.tuning.replay import judge as judge_chunks
 
     recording = parse_recording([json.dumps(r) + "\n" for r in timing(
         {"provider": "anthropic"}, {"t": 0.1, **SSE}, (1, "preamble"), (2, "error"), {"t": 2, "eof": True})])

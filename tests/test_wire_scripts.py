@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from otel_liveness.core.eventstream import CONTENT_TYPE, EventStreamScanner, decode_chunk
-from otel_liveness.core.sse import SSEScanner
+from otel_liveness.core.wire.eventstream import CONTENT_TYPE, EventStreamScanner, decode_chunk
+from otel_liveness.core.wire.sse import SSEScanner
 from otel_liveness.testing.scripts import (
     BEDROCK_HEADERS,
     OPENROUTER_PROCESSING,

@@ -21,7 +21,7 @@ from google.genai import types as genai_types
 import otel_liveness
 from otel_liveness import Policy, StreamTruncated
 from otel_liveness.core.errors import CorruptFrame
-from otel_liveness.core.eventstream import bedrock_chunk, bedrock_exception
+from otel_liveness.core.wire.eventstream import bedrock_chunk, bedrock_exception
 from otel_liveness.testing import steps as s
 from otel_liveness.testing.scripts import (
     BEDROCK_HEADERS,

@@ -6,7 +6,7 @@ Nothing in this package performs I/O, reads a clock or imports httpx or OpenTele
 bytes and timestamps and returns decisions (``tests/test_core_purity.py`` enforces this).
 """
 
-from .clocks import (
+from .attempt.clocks import (
     CONTINUE,
     AttemptClock,
     Continue,
@@ -17,10 +17,10 @@ from .clocks import (
     Terminal,
     WallBudgetExpired,
 )
+from .attempt.retry import Failure, FailureKind, GiveUp, Reject, Relay, Retry, RetryState, Truncate, backoff, decide, retry_after
 from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
-from .engine import Engine, IOFailure
 from .errors import IllegalInput
-from .memory import CadenceMemory, ExhaustedCache
+from .memory.caches import CadenceMemory, ExhaustedCache
 from .outcome import (
     AttemptOutcome,
     AttemptRecord,
@@ -34,11 +34,11 @@ from .outcome import (
     StopReason,
 )
 from .policy import Policy
-from .providers import PROFILES, ProviderProfile, StreamFacts, profile_for, select_provider
-from .request import RequestFacts
-from .retry import Failure, FailureKind, GiveUp, Reject, Relay, Retry, RetryState, Truncate, backoff, decide, retry_after
-from .sse import COMMENT, Frame, SSEScanner
-from .state import INPUTS, TRANSITIONS, State
+from .request.engine import Engine, IOFailure
+from .request.facts import RequestFacts
+from .request.state import INPUTS, TRANSITIONS, State
+from .wire.providers import PROFILES, ProviderProfile, StreamFacts, profile_for, select_provider
+from .wire.sse import COMMENT, Frame, SSEScanner
 
 __all__ = [
     "COMMENT",

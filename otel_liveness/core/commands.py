@@ -1,7 +1,7 @@
 """What the engine tells a driver to do: one closed set of commands (tenacity's ``DoAttempt`` /
 ``DoSleep``, h11's events in the other direction).
 
-A driver feeds :class:`~otel_liveness.core.engine.Engine` what happened -- headers, a chunk, the
+A driver feeds :class:`~otel_liveness.core.request.engine.Engine` what happened -- headers, a chunk, the
 end of the body, a timeout, an I/O error -- and executes the answer:
 
 ==============  ===================================================================================

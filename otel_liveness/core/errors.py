@@ -127,7 +127,7 @@ class StreamTruncated(LivenessError):
       without a partial decoder, raise ``max_prefix_bytes`` to keep more;
     - ``partial``: on the Anthropic wires (Anthropic, Vertex, Bedrock) the decoded partial
       message of the *whole* released reply (the complete content blocks and the open one; see
-      :func:`~otel_liveness.core.anthropic.decode_partial`), decoded from a compact journal of the
+      :func:`~otel_liveness.core.wire.anthropic.decode_partial`), decoded from a compact journal of the
       content events kept while the reply was released (bounded by
       ``Policy.max_partial_bytes``, 1 MiB: past it the message says ``"clipped": True`` and the
       blocks still open then are incomplete); ``None`` on other wires;
@@ -222,7 +222,7 @@ class IllegalInput(LivenessError, RuntimeError):
     """An engine input arrived in a state where it is not legal (``headers`` before ``start``,
     ``slept`` with no backoff running...): a bug in the driver feeding the engine, never the
     provider's doing. ``input`` and ``state`` name the call and the request's state
-    (:data:`otel_liveness.core.state.INPUTS` says which inputs each state accepts)."""
+    (:data:`otel_liveness.core.request.state.INPUTS` says which inputs each state accepts)."""
 
     def __init__(self, input: str, state: str) -> None:
         super().__init__(f"engine input {input}() is not legal in state {state!r}")

@@ -24,8 +24,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .clocks import Notice
-from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason, StopReason
+from .outcome import AttemptOutcome, DelaySource, Notice, Phase, RetryReason, StopReason
 
 if TYPE_CHECKING:
     from .outcome import AttemptRecord, RequestReport

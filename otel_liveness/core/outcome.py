@@ -18,6 +18,7 @@ __all__ = [
     "Completion",
     "DelaySource",
     "FrameKind",
+    "Notice",
     "NoticeKind",
     "Phase",
     "RequestReport",
@@ -94,7 +95,7 @@ class StopReason(StrEnum):
     REDIRECTED = "redirected"
     NOT_REPLAYABLE = "not_replayable"  # a retry was due, but the request body could not be sent again
     DEFERRED = "deferred"  # an error status passed up at once: an SDK component above recovers from it itself
-    RETRY_BUDGET = "retry_budget"  # a retry was due, but the host's retry budget is spent (core/budget.py)
+    RETRY_BUDGET = "retry_budget"  # a retry was due, but the host's retry budget is spent (core/memory/budget.py)
 
 
 class RetryReason(StrEnum):
@@ -122,7 +123,7 @@ class DelaySource(StrEnum):
     RETRY_AFTER = "retry_after"
     RETRY_AFTER_DATE = "retry_after_date"
     BACKOFF = "backoff"
-    HOST_PAUSE = "host_pause"  # the host's shared pause after a throttling answer (core/budget.py) was longer
+    HOST_PAUSE = "host_pause"  # the host's shared pause after a throttling answer (core/memory/budget.py) was longer
 
 
 @dataclass
@@ -216,3 +217,18 @@ def _attempt_dict(record: AttemptRecord) -> dict[str, Any]:
     out = _fields_dict(record, _ATTEMPT_FIELDS, _attempt_values)
     out["usage"] = dict(record.usage)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """The model has been silent for another ``semantic_notice_interval``: before the first body
+    byte a prefill wait, after it a semantic (thinking) wait (hooks see it as
+    :class:`~.events.SemanticNotice`, these fields and the attempt's)."""
+
+    at: float  # when it became due
+    number: int  # counted over the attempt
+    semantic_idle: float
+    raw_idle: float
+    heartbeats_since_semantic: int
+    phase: Phase
+    kind: NoticeKind = NoticeKind.SEMANTIC

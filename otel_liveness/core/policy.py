@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Final, Literal, Protocol
 
-from .budget import BudgetRule
 from .errors import InvalidPolicy
-from .sse import DEFAULT_MAX_FRAME_BYTES
+from .memory.budget import BudgetRule
+from .wire.sse import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["DEFAULT_RAW_IDLE_TIMEOUT", "FIELD_GROUPS", "MAX_CANDIDATES", "SHORTHANDS", "Policy", "parse_candidate",
            "seconds"]
@@ -248,7 +248,7 @@ class Policy:
             if not isinstance(getattr(self, name), bool):
                 raise InvalidPolicy(name, f"expected true or false, got {getattr(self, name)!r}")
         if self.provider is not None:
-            from .providers import PROFILES
+            from .wire.providers import PROFILES
 
             if self.provider not in PROFILES:
                 raise InvalidPolicy("provider", f"must be one of {', '.join(PROFILES)}, got {self.provider!r}")

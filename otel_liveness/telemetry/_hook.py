@@ -31,7 +31,7 @@ from ..core.events import (
     Verdict,
 )
 from ..core.outcome import AttemptOutcome, NoticeKind, RequestReport, StopReason
-from ..core.request import size_bucket
+from ..core.request.facts import size_bucket
 from ..transport._base import retry_budget_fills
 from ..transport._recorder import recorder_stats
 from . import semconv as S

@@ -32,8 +32,8 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from ..core.errors import InvalidPolicy
-from ..core.hosts import host_of
-from ..core.providers import HOST_PATTERNS
+from ..core.wire.hosts import host_of
+from ..core.wire.providers import HOST_PATTERNS
 from ..transport import family_of, installed_modules, is_liveness_transport, liveness_in, liveness_transports, seat, unseat
 from ..transport._base import policy_from_env, warn_invalid_variable
 from ._hook import TelemetryHook

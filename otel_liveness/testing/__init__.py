@@ -34,7 +34,7 @@ from .scripts import anthropic_error, anthropic_reply, openai_chat_reply, sse_ev
 
 
 def reset_retry_budgets() -> None:
-    """Fill the process's retry budgets again (every provider host's: ``core/budget.py``). They are
+    """Fill the process's retry budgets again (every provider host's: ``core/memory/budget.py``). They are
     shared by every transport of a process -- what a fleet of agents takes from a provider that is
     down -- so in a test suite, tests that exercise failures drain them and a later test's retry
     is shed. The pytest plugin calls this before every test; call it yourself between cases of

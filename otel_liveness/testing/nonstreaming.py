@@ -21,7 +21,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.sse import COMMENT, SSEScanner
+from ..core.wire.sse import COMMENT, SSEScanner
 from .steps import Close, HangBeforeHeaders, Headers, Raw, Reset, Sleep, Stall, Status, Trickle
 
 __all__ = ["as_json_reply", "streams"]

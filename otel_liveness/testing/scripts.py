@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..core.eventstream import CONTENT_TYPE as EVENTSTREAM_CONTENT_TYPE
-from ..core.eventstream import bedrock_chunk, bedrock_exception, converse_event
+from ..core.wire.eventstream import CONTENT_TYPE as EVENTSTREAM_CONTENT_TYPE
+from ..core.wire.eventstream import bedrock_chunk, bedrock_exception, converse_event
 from .steps import Headers, Raw, Sleep, Status
 
 __all__ = [

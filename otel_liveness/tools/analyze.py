@@ -14,7 +14,7 @@ Capture format (JSON Lines, written by the flight recorder, ``Policy.capture_dir
 ``error`` (``read_error``/``connect_error``: the connection failed) or ``end`` (the attempt ended
 without either: nothing was read after it, e.g. a verdict of silence).
 
-The replay is a driver of :class:`~otel_liveness.core.engine.Engine` -- the same code that judges
+The replay is a driver of :class:`~otel_liveness.core.request.engine.Engine` -- the same code that judges
 live streams -- that reads the capture instead of a socket, with no pause between reads: between
 two records it lets the engine wake where a live read would (notices, deadlines), so a capture
 and the stream it was taken from cannot disagree. It answers "what would the policy have done?"
@@ -30,17 +30,17 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..core.encoding import UnsupportedEncoding, decoder_for
+from ..core.capture.recording import CaptureError, Chunk, parse_recording
 from ..core.errors import MalformedStream
 from ..core.events import Event, SemanticNotice, Verdict
-from ..core.eventstream import EventStreamScanner, Message
-from ..core.framing import EventStreamFramer, Framer, framer_for
 from ..core.outcome import FrameKind
 from ..core.policy import Policy
-from ..core.providers import ProviderProfile
-from ..core.recording import CaptureError, Chunk, parse_recording
-from ..core.replay import _SSE_200, VERDICTS, Judged, judge, replay, verdict_of
-from ..core.sse import DEFAULT_MAX_FRAME_BYTES, SSEScanner
+from ..core.tuning.replay import _SSE_200, VERDICTS, Judged, judge, replay, verdict_of
+from ..core.wire.encoding import UnsupportedEncoding, decoder_for
+from ..core.wire.eventstream import EventStreamScanner, Message
+from ..core.wire.framing import EventStreamFramer, Framer, framer_for
+from ..core.wire.providers import ProviderProfile
+from ..core.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEScanner
 
 __all__ = ["VERDICTS", "CaptureError", "Chunk", "Judged", "analyze", "judge", "parse_capture", "render", "verdict_of"]
 
@@ -131,7 +131,7 @@ def _frames(chunks: list[Chunk], profile: ProviderProfile, max_frame_bytes: int,
     counts, timeline items, times of decoded (non-heartbeat) frames, the first end frame's time.
 
     The kinds are the engine's own: the body, decoded as its ``content-encoding`` says, is fed to
-    the framer the engine judged it with (:func:`~otel_liveness.core.framing.framer_for`: SSE, or
+    the framer the engine judged it with (:func:`~otel_liveness.core.wire.framing.framer_for`: SSE, or
     the AWS event stream of a Bedrock response), whose end of body counts a last frame as the
     engine's does. Each frame is labelled with its event name (an event-stream message with its
     ``:event-type``, a Bedrock ``chunk`` with the Anthropic event inside it)."""

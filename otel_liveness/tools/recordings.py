@@ -1,12 +1,12 @@
 """Reading the flight recorder's files from disk (the parsing and the replay's frames are the
-core's: :mod:`otel_liveness.core.recording`)."""
+core's: :mod:`otel_liveness.core.capture.recording`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
 
-from ..core.recording import (
+from ..core.capture.recording import (
     BROKE_WITHIN,
     KINDS,
     SILENCE_OUTCOMES,

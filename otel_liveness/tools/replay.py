@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..core.providers import select_provider
+from ..core.wire.providers import select_provider
 
 __all__ = ["CassetteError", "Stream", "load_cassettes", "render", "replay", "replay_stream", "split"]
 

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.policy import Policy
-from ..core.providers import PROFILES
+from ..core.wire.providers import PROFILES
 from .recordings import Recording
 from .whatif import whatif
 

@@ -39,9 +39,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.canary import VERDICTS
 from ..core.events import AttemptEnded
 from ..core.policy import Policy
+from ..core.tuning.canary import VERDICTS
 from ..testing import Scenario, SimulatedProvider, anthropic_reply
 from ..testing import steps as s
 from ..testing.scripts import PING

@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..core.canary import KILLS, count
 from ..core.policy import SHORTHANDS, Policy, parse_candidate
-from ..core.replay import judge
+from ..core.tuning.canary import KILLS, count
+from ..core.tuning.replay import judge
 from .recordings import CaptureError, Recording, iter_paths, read_recording
 
 __all__ = ["KILLS", "SHORTHANDS", "load", "parse_policy", "percentiles", "render", "whatif"]

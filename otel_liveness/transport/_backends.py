@@ -19,8 +19,7 @@ def _native_reader() -> tuple[Any, Any]:
     """The sync reader in C (``_reader.Reader``, this layer's: it reads the clock and the body's
     iterator) and the lane class it steps, where both are built and the core uses the C lane (not
     ``OTEL_LIVENESS_PURE=1``): ``(None, None)`` otherwise -- the body's own loop."""
-    from ..core import lane
-
+    from ..core.wire import lane
     if not lane.NATIVE:  # OTEL_LIVENESS_PURE=1, or no compiler at install time
         return None, None
     try:

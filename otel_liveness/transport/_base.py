@@ -14,17 +14,17 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..core.budget import RetryBudgets
-from ..core.canary import judge_candidates
 from ..core.commands import Command, Fail, Reraise, Respond, Send
-from ..core.engine import Engine, IOFailure
 from ..core.errors import ConfigurationWarning
 from ..core.events import Event, Hook, SendsInContext
-from ..core.hosts import HostMatcher
-from ..core.memory import CadenceMemory, ExhaustedCache
+from ..core.memory.budget import RetryBudgets
+from ..core.memory.caches import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
-from ..core.providers import PROFILES, generation_path, select_provider, streams_by_url
-from ..core.request import RequestFacts
+from ..core.request.engine import Engine, IOFailure
+from ..core.request.facts import RequestFacts
+from ..core.tuning.canary import judge_candidates
+from ..core.wire.hosts import HostMatcher
+from ..core.wire.providers import PROFILES, generation_path, select_provider, streams_by_url
 from ._backends import ENGINE_EXTENSION
 from ._body import replay_body
 from ._family import Family
@@ -37,7 +37,7 @@ __all__ = ["BUDGETS", "TransportBase", "error_for", "header_dict", "io_failed", 
 log = logging.getLogger("otel_liveness")
 _NO_CONTEXT = contextlib.nullcontext()  # reusable: it holds nothing
 #: The process's retry budgets, one per provider host, shared by every transport and thread
-#: (core/budget.py): what a fleet of agents in this process takes from a provider that is down.
+#: (core/memory/budget.py): what a fleet of agents in this process takes from a provider that is down.
 BUDGETS = RetryBudgets(lock=threading.Lock(), budget_lock=threading.Lock)
 
 
@@ -126,7 +126,7 @@ class TransportBase:
 
     def _engine(self, request: Any, now: float) -> Engine | None:
         """The engine of one request, with the policy in force for this call -- or ``None`` for a
-        request that is not a model's generation (:func:`~otel_liveness.core.providers.generation_path`:
+        request that is not a model's generation (:func:`~otel_liveness.core.wire.providers.generation_path`:
         not a generation endpoint, no model named in its body, no wire named by the policy),
         which passes through untouched."""
         policy = current_policy(self._policy)

@@ -1,8 +1,8 @@
 /* The sync driver's reader in C: a sync body's steady reads without a Python frame per read. The
  * transport's, not the core's: it reads the clock (CLOCK_MONOTONIC, for time.monotonic) and drives
  * the body's iterator (the connection's reads). Every decision stays in the core: each read is
- * stepped through the steady lane (otel_liveness/core/_lane.c), called from C through the lane's
- * capsule (otel_liveness/core/lane_api.h), and every read the lane does not admit goes to the body,
+ * stepped through the steady lane (otel_liveness/core/wire/_lane.c), called from C through the lane's
+ * capsule (otel_liveness/core/wire/lane_api.h), and every read the lane does not admit goes to the body,
  * which asks the engine. Built only beside the C lane; without it the body runs its own loop
  * (otel_liveness/transport/_backends.py). */
 
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "../core/lane_api.h"
+#include "../core/wire/lane_api.h"
 
 /* The C lane's API (_lane.c's capsule), looked up when this module is imported: no lane, no
  * reader (the import fails, and the body runs its own loop). */

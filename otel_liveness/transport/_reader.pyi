@@ -1,10 +1,10 @@
 """Type stub of the sync driver's reader in C (``_reader.c``): built beside the C lane, whose
-``step`` it calls from C (``otel_liveness/core/lane_api.h``)."""
+``step`` it calls from C (``otel_liveness/core/wire/lane_api.h``)."""
 
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..core._lane import Lane
+from ..core.wire._lane import Lane
 
 class Reader:
     """A sync body's steady reads in C: while ``body`` has yielded ``steady``, each read of

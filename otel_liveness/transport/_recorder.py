@@ -7,7 +7,7 @@ Two modes (``Policy.capture_mode``):
 - ``"timing"``: no content -- each frame's time, kind and size -- for every attempt that did not
   complete and a ``Policy.capture_sample`` fraction of the completed ones (recording healthy
   attempts is what lets ``whatif`` count the kills a policy would make of them). The engine
-  reduces each read as it arrives (:mod:`otel_liveness.core.capture`): no content is held.
+  reduces each read as it arrives (:mod:`otel_liveness.core.capture.timing`): no content is held.
 
 Format (JSON Lines). The first record describes the attempt, and carries no secret and no
 content: ``{"t": 0, "meta": {"format": "full"|"timing", "provider", "host", "model",
@@ -47,11 +47,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.capture.recording import capture_records, recording_meta, timing_records
 from ..core.events import AttemptEnded, CaptureItem, Event, RequestStarted
 from ..core.outcome import AttemptOutcome
 from ..core.policy import Policy
-from ..core.recording import capture_records, recording_meta, timing_records
-from ..core.sse import DEFAULT_MAX_FRAME_BYTES
+from ..core.wire.sse import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["DROP_REASONS", "FlightRecorder", "RecorderStats", "capture_lines", "recorder_stats", "timing_lines"]
 

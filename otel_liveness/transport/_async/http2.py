@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Any
 
-from ...core.clocks import stop_at, wake_at
-from ...core.engine import Engine
+from ...core.attempt.clocks import stop_at, wake_at
+from ...core.request.engine import Engine
 from .._backends import ENGINE_EXTENSION, AsyncBackend
 from .network import AsyncWakingBackend, AsyncWakingStream, AsyncWatchedConnection
 

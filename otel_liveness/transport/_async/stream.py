@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ...core.commands import COMPLETE, READ, Release, Respond
-from ...core.engine import Engine
 from ...core.errors import StreamTruncated, liveness_error
-from ...core.resume import FrameAligner, ResumeState, background_stream_id, resume_target
+from ...core.request.engine import Engine
+from ...core.wire.resume import FrameAligner, ResumeState, background_stream_id, resume_target
 from .._backends import AsyncBackend
 from .._base import RESUME_EXTENSION, error_for, io_failed
 from .._family import Family
@@ -149,7 +149,7 @@ _NOT_RESENT = frozenset({"content-type", "content-length", "transfer-encoding", 
 
 
 class AsyncResumingStream:
-    """The body of a resumable stream (:mod:`otel_liveness.core.resume`: an OpenAI Responses
+    """The body of a resumable stream (:mod:`otel_liveness.core.wire.resume`: an OpenAI Responses
     background response): whole events only, and when the stream dies after content, resumed --
     ``GET .../responses/{id}?stream=true&starting_after=<the last event released>`` sent through
     the transport itself (judged like any generation, its failures before content retried) -- so

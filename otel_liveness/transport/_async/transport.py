@@ -1,6 +1,6 @@
 """The request loop: the transport's ``handle_async_request`` runs one request's attempts, doing
 the I/O each command of the engine asks for (:mod:`otel_liveness.core.commands`); every decision
-is the engine's (:mod:`otel_liveness.core.engine`).
+is the engine's (:mod:`otel_liveness.core.request.engine`).
 
 And the inner transport a liveness transport builds when it is given none,
 :class:`AsyncPoolTransport`: the family's ``AsyncHTTPTransport`` over a connection pool it builds

@@ -35,8 +35,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ...core.clocks import wake_at
-from ...core.engine import Engine
+from ...core.attempt.clocks import wake_at
+from ...core.request.engine import Engine
 from .._backends import ENGINE_EXTENSION, SyncBackend
 
 __all__ = ["SyncWakingBackend", "SyncWakingStream", "SyncWatchedConnection", "Multiplexed", "Opened", "unwatch"]
@@ -84,7 +84,7 @@ class SyncWakingBackend:
 
 class SyncWakingStream:
     """A network stream whose reads wake at the reading engine's hints (``Engine.wake_hint``,
-    ``stop_hint``, ``raw_hint``; a read's wake time is :func:`~otel_liveness.core.clocks.wake_at`).
+    ``stop_hint``, ``raw_hint``; a read's wake time is :func:`~otel_liveness.core.attempt.clocks.wake_at`).
     Hints only ever move later, so a stale one can only wake a read early: the engine then delivers
     what is due, refreshes them, and the read goes back to waiting. A read that gets data first
     costs one clock read. On a multiplexed connection (HTTP/2: ``multiplexed`` answered one of its

@@ -1,7 +1,7 @@
 # GENERATED from _async/transport.py by scripts/unasync.py: do not edit.
 """The request loop: the transport's ``handle_request`` runs one request's attempts, doing
 the I/O each command of the engine asks for (:mod:`otel_liveness.core.commands`); every decision
-is the engine's (:mod:`otel_liveness.core.engine`).
+is the engine's (:mod:`otel_liveness.core.request.engine`).
 
 And the inner transport a liveness transport builds when it is given none,
 :class:`SyncPoolTransport`: the family's ``HTTPTransport`` over a connection pool it builds

@@ -52,7 +52,7 @@ from struct import Struct
 from typing import Any
 from zlib import crc32
 
-from .errors import CorruptFrame, FrameTooLarge, MalformedStream
+from ..errors import CorruptFrame, FrameTooLarge, MalformedStream
 
 __all__ = [
     "CONTENT_TYPE",

@@ -1,4 +1,4 @@
-/* The content journal's writer in C: the C half of otel_liveness/core/journal.py (the reference:
+/* The content journal's writer in C: the C half of otel_liveness/core/wire/journal.py (the reference:
  * the records are described there, and its Journal writes the same bytes -- tests/test_bulk.py
  * and tests/test_journal.py keep the two equal). One unit: the journal's state (Journal, which
  * the scanner embeds), the canonical-delta parser (the scanner's admit() also uses delta_at to

@@ -33,18 +33,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from . import errors as E
-from .capture import new_capture
+from .. import errors as E
+from ..capture.timing import new_capture
+from ..events import CaptureItem, Event, RetryScheduled, SemanticNotice, Verdict
+from ..outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, RequestReport
+from ..policy import Policy
+from ..wire.encoding import Decoder, UnsupportedEncoding, decoder_for
+from ..wire.framing import Framer, SSEFramer, framer_for
+from ..wire.lane import LaneLike
+from ..wire.providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
 from .clocks import TOLERANCE, AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
-from .encoding import Decoder, UnsupportedEncoding, decoder_for
-from .events import CaptureItem, Event, RetryScheduled, SemanticNotice, Verdict
-from .framing import Framer, SSEFramer, framer_for
-from .lane import LaneLike
-from .outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, RequestReport
-from .policy import Policy
-from .providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
+from .modes import BODY_MODES, RELEASES, BodyMode, ReleaseState
 from .retry import Failure, FailureKind, Retry, failure_kind, verdict_outcome
-from .state import BODY_MODES, RELEASES, BodyMode, ReleaseState
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt", "ShadowAttempt"]
 

@@ -1,6 +1,6 @@
 """The replay: the engine that judges live streams, driven by a recording instead of a socket.
 
-A replay is a driver of :class:`~otel_liveness.core.engine.Engine` -- the same code that judges
+A replay is a driver of :class:`~otel_liveness.core.request.engine.Engine` -- the same code that judges
 live streams -- that reads a recording (:mod:`.recording`) with no pause between reads: between
 two records it lets the engine wake where a live read would (notices, deadlines), so a recording
 and the stream it was taken from cannot disagree. ``otel-liveness analyze`` and ``whatif`` read
@@ -14,14 +14,14 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .clocks import wake_at
-from .commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Sleep
-from .engine import Engine, IOFailure
-from .events import Event, Verdict
-from .outcome import AttemptOutcome, AttemptRecord
-from .policy import Policy
-from .recording import Chunk
-from .request import RequestFacts
+from ..attempt.clocks import wake_at
+from ..capture.recording import Chunk
+from ..commands import COMPLETE, READ, Command, Fail, Release, Reraise, Respond, Sleep
+from ..events import Event, Verdict
+from ..outcome import AttemptOutcome, AttemptRecord
+from ..policy import Policy
+from ..request.engine import Engine, IOFailure
+from ..request.facts import RequestFacts
 
 __all__ = ["VERDICTS", "Judged", "judge", "replay", "verdict_of"]
 

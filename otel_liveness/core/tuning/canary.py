@@ -43,10 +43,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .events import CandidateVerdict, CaptureItem
-from .outcome import AttemptOutcome
-from .policy import Policy
-from .recording import Recording, recording_of
+from ..capture.recording import Recording, recording_of
+from ..events import CandidateVerdict, CaptureItem
+from ..outcome import AttemptOutcome
+from ..policy import Policy
 from .replay import Judged, judge
 
 __all__ = ["KILLS", "VERDICTS", "Count", "cannot_kill", "count", "judge_candidates"]

@@ -1,5 +1,5 @@
 /* The bulk scanner's C entry points for the other extension (_lane.c), shared through the capsule
- * otel_liveness.core._bulk._C_API. A lane attached to an exact _bulk.Scanner calls admit() through
+ * otel_liveness.core.wire._bulk._C_API. A lane attached to an exact _bulk.Scanner calls admit() through
  * it with no Python call and no boxed result; any other scanner (PyScanner, a subclass) is called
  * through its bound admit(). The version guards a lane built against another header. */
 #ifndef OTEL_LIVENESS_BULK_API_H
@@ -7,7 +7,7 @@
 
 #include <Python.h>
 
-#define BULK_API_CAPSULE "otel_liveness.core._bulk._C_API"
+#define BULK_API_CAPSULE "otel_liveness.core.wire._bulk._C_API"
 #define BULK_API_VERSION 2
 
 typedef struct {

@@ -19,20 +19,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import errors as E
-from .attempt import Attempt
-from .capture import TimingCapture
-from .commands import Fail
-from .events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Heartbeats, Hook, RequestEnded
-from .memory import CadenceMemory
-from .outcome import AttemptOutcome, Phase, RequestReport, StopReason
-from .providers import semconv_provider
-from .recording import recording_meta
-from .retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome, failure_kind, verdict_outcome
+from .. import errors as E
+from ..attempt.attempt import Attempt
+from ..attempt.retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome, failure_kind, verdict_outcome
+from ..capture.recording import recording_meta
+from ..capture.timing import TimingCapture
+from ..commands import Fail
+from ..events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Heartbeats, Hook, RequestEnded
+from ..memory.caches import CadenceMemory
+from ..outcome import AttemptOutcome, Phase, RequestReport, StopReason
+from ..wire.providers import semconv_provider
 
 if TYPE_CHECKING:
-    from .policy import Policy
-    from .request import RequestFacts
+    from ..policy import Policy
+    from .facts import RequestFacts
 
 #: The candidate policies' judge of an ended attempt (:func:`~.canary.judge_candidates` with the
 #: candidates bound): (its capture, its recording's meta) -> each candidate's verdict. Never raises.

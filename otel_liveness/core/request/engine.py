@@ -35,20 +35,10 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, ParamSpec
 
-from . import errors as E
-from . import report as R
-from .attempt import HOLD_VERBATIM_BYTES, JSON_PROBE_BYTES, Attempt, ShadowAttempt
-from .budget import HostBudget, RetryBudgets
-from .clocks import NO_HINTS, TOLERANCE, AttemptClock, Terminal, WallBudgetExpired
-from .commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
-from .events import AttemptStarted, Hook, RequestStarted, RetryDenied, Verdict
-from .lane import Lane, LaneLike
-from .memory import CadenceMemory, ExhaustedCache
-from .outcome import AttemptOutcome, StopReason
-from .policy import Policy
-from .providers import profile_for, response_profile, semconv_provider
-from .request import RequestFacts
-from .retry import (
+from .. import errors as E
+from ..attempt.attempt import HOLD_VERBATIM_BYTES, JSON_PROBE_BYTES, Attempt, ShadowAttempt
+from ..attempt.clocks import NO_HINTS, TOLERANCE, AttemptClock, Terminal, WallBudgetExpired
+from ..attempt.retry import (
     Failure,
     FailureKind,
     GiveUp,
@@ -61,6 +51,16 @@ from .retry import (
     settle,
     verdict_outcome,
 )
+from ..commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
+from ..events import AttemptStarted, Hook, RequestStarted, RetryDenied, Verdict
+from ..memory.budget import HostBudget, RetryBudgets
+from ..memory.caches import CadenceMemory, ExhaustedCache
+from ..outcome import AttemptOutcome, StopReason
+from ..policy import Policy
+from ..request import report as R
+from ..wire.lane import Lane, LaneLike
+from ..wire.providers import profile_for, response_profile, semconv_provider
+from .facts import RequestFacts
 from .state import TRANSITIONS, IOFailure, State, input_method
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "TOLERANCE", "Engine", "IOFailure", "State"]

@@ -1,4 +1,4 @@
-/* The steady lane in C: the same class as otel_liveness/core/lane.py's PyLane (the reference);
+/* The steady lane in C: the same class as otel_liveness/core/wire/lane.py's PyLane (the reference);
  * both provide exactly lane.LaneLike, and tests/test_lane.py keeps the two equal. Pure: no clock, no I/O; the caller passes the time
  * of each read. One call per read of a live stream: it must cost less than the Python it
  * replaces, and it does: a bounds check, two memchr-style scans over ~100 bytes, a memcmp per
@@ -442,8 +442,8 @@ static PyMethodDef Lane_methods[] = {
 
 static PyTypeObject LaneType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "otel_liveness.core._lane.Lane",
-    .tp_doc = "Lane(keys, prefix, max_frame, keep)\n--\n\nThe steady lane (C): otel_liveness.core.lane.LaneLike, as PyLane.",
+    .tp_name = "otel_liveness.core.wire._lane.Lane",
+    .tp_doc = "Lane(keys, prefix, max_frame, keep)\n--\n\nThe steady lane (C): otel_liveness.core.wire.lane.LaneLike, as PyLane.",
     .tp_basicsize = sizeof(Lane),
     .tp_itemsize = 0,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -467,8 +467,8 @@ lane_api_step(PyObject *lane, PyObject *chunk, double now)
 
 static struct PyModuleDef lanemodule = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "otel_liveness.core._lane",
-    .m_doc = "The steady lane in C (see otel_liveness.core.lane).",
+    .m_name = "otel_liveness.core.wire._lane",
+    .m_doc = "The steady lane in C (see otel_liveness.core.wire.lane).",
     .m_size = -1,
 };
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .encoding import decoder_for
-from .events import CaptureItem, FrameSizes
-from .eventstream import EventStreamScanner
-from .outcome import FrameKind
-from .providers import PROFILES, StreamFacts
-from .sse import COMMENT, SSEScanner
+from ..events import CaptureItem, FrameSizes
+from ..outcome import FrameKind
+from ..wire.encoding import decoder_for
+from ..wire.eventstream import EventStreamScanner
+from ..wire.providers import PROFILES, StreamFacts
+from ..wire.sse import COMMENT, SSEScanner
 
 __all__ = ["KIND_NAMES", "FrameReducer", "TimingCapture", "new_capture"]
 

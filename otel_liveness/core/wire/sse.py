@@ -40,7 +40,7 @@ it raises does not depend on the chunking either. What the bound measures (:func
 
 from __future__ import annotations
 
-from .errors import FrameTooLarge
+from ..errors import FrameTooLarge
 
 __all__ = ["COMMENT", "DEFAULT_MAX_FRAME_BYTES", "Frame", "SSEScanner", "ScanState", "comment_frames", "frame_size",
            "parse_block", "whole_frame", "without_head_comments"]
@@ -143,7 +143,7 @@ class SSEScanner:
     Two views of the same framing: :meth:`feed` returns :class:`Frame` objects; :meth:`feed_blocks`
     returns the raw LF-normalised blocks (one frame's lines, or one head comment line) without
     building objects -- the transport's hot path classifies those by prefix, see
-    :meth:`~otel_liveness.core.providers.ProviderProfile.classify_blocks`.
+    :meth:`~otel_liveness.core.wire.providers.ProviderProfile.classify_blocks`.
     """
 
     __slots__ = ("_parts", "_pending", "_pending_cr", "_raw_mode", "_started", "discarded", "max_frame_bytes")

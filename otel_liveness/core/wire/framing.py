@@ -19,12 +19,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Protocol
 
+from ..errors import CorruptFrame
+from ..outcome import FrameKind
 from .anthropic import PartialMessage
 from .bulk import Scanner
-from .errors import CorruptFrame
 from .eventstream import EventStreamScanner
 from .journal import JOURNAL_CLIPPED, replay_journal
-from .outcome import FrameKind
 from .providers import PREFIX, ProviderProfile, StreamFacts
 from .sse import COMMENT, Frame
 

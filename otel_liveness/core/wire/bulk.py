@@ -57,7 +57,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .errors import FrameTooLarge
+from ..errors import FrameTooLarge
 from .journal import JOURNAL_CLIPPED, JOURNAL_OPEN, JOURNAL_STOPPED, Journal, canonical_delta
 from .sse import SSEScanner, comment_frames, whole_frame, without_head_comments
 

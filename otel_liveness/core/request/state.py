@@ -29,43 +29,7 @@ ENDED       the request is over; its report is final           never. I/O report
 nothing); ``woke`` and ``notify`` act only while an attempt is live. The clocks' phases are
 :mod:`.clocks`'.
 
-An attempt (:class:`~.attempt.Attempt`) has two states of its own, each with its table, checked
-on every move the same way (:class:`~.errors.IllegalInput`); ``tests/test_engine.py`` walks them.
-
-How its body is read, :class:`BodyMode` (:data:`BODY_MODES`):
-
-==========  =================================================  ==========================================
-mode        what it means                                      left by
-==========  =================================================  ==========================================
-SCANNED     framed and judged frame by frame (SSE, Amazon's    the headers: OPAQUE (another type; an
-            event stream); held before content                 encoding that cannot be read), PROBING (a
-                                                               2xx JSON body); a body that cannot be
-                                                               judged in shadow mode: UNJUDGED
-PROBING     a 2xx JSON body on a streaming request, kept until its first key tells: OPAQUE (a reply,
-            its first key tells an error object from a reply   or past the probe's bytes; or whole);
-                                                               UNJUDGED (shadow mode)
-OPAQUE      not judged as a stream: the raw clock only,        the headers of a non-streaming request's
-            released as it comes                               stream: SCANNED; UNJUDGED (shadow mode)
-UNJUDGED    shadow mode: the body could not be judged; it      never
-            goes on as it comes, the raw clock only
-==========  =================================================  ==========================================
-
-What it has released, :class:`ReleaseState` (:data:`RELEASES`) -- two facts, content released
-(``committed``) and the reply whole (``done``), as one state:
-
-==========  =================================================  ==========================================
-release     what it means                                      left by
-==========  =================================================  ==========================================
-UNRELEASED  nothing released: the body is held (counted        ``commit`` (the first content, an opaque
-            only, in shadow mode); a failure is retried        body's first read): COMMITTED; the end
-                                                               frame or the body's end: WHOLE
-WHOLE       the reply is whole and still held (an end frame    ``commit`` (released at once): DONE; or a
-            before any content, an empty body); an error       retry drops it (the attempt just ends)
-            frame before it still fails the attempt
-COMMITTED   content released: a failure is a truncation        the end frame, the reply's stop reason
-                                                               released, the body's end: DONE
-DONE        the reply is whole and released                    never
-==========  =================================================  ==========================================
+An attempt's own two states (how its body is read, what it released) are :mod:`..attempt.modes`'.
 """
 
 from __future__ import annotations
@@ -76,10 +40,9 @@ from contextlib import AbstractContextManager
 from enum import StrEnum
 from typing import Concatenate, Final, ParamSpec, Protocol, TypeVar
 
-from .errors import IllegalInput
+from ..errors import IllegalInput
 
-__all__ = ["BODY_MODES", "INPUTS", "RELEASES", "TRANSITIONS", "BodyMode", "IOFailure", "ReleaseState", "State",
-           "input_method"]
+__all__ = ["INPUTS", "TRANSITIONS", "IOFailure", "State", "input_method"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -171,35 +134,3 @@ def input_method(method: Callable[Concatenate[M, P], T]) -> Callable[Concatenate
 
     wrapper.__liveness_input__ = True  # type: ignore[attr-defined]  # a marker the engine's tests check
     return wrapper
-
-
-class BodyMode(StrEnum):
-    SCANNED = "scanned"
-    PROBING = "probing"
-    OPAQUE = "opaque"
-    UNJUDGED = "unjudged"
-
-
-#: Body mode -> the modes it may move to (staying is always allowed).
-BODY_MODES: Final[Mapping[BodyMode, frozenset[BodyMode]]] = {
-    BodyMode.SCANNED: frozenset({BodyMode.OPAQUE, BodyMode.PROBING, BodyMode.UNJUDGED}),
-    BodyMode.PROBING: frozenset({BodyMode.OPAQUE, BodyMode.UNJUDGED}),
-    BodyMode.OPAQUE: frozenset({BodyMode.SCANNED, BodyMode.UNJUDGED}),
-    BodyMode.UNJUDGED: frozenset(),
-}
-
-
-class ReleaseState(StrEnum):
-    UNRELEASED = "unreleased"
-    WHOLE = "whole"
-    COMMITTED = "committed"
-    DONE = "done"
-
-
-#: Release state -> the states it may move to (staying is always allowed).
-RELEASES: Final[Mapping[ReleaseState, frozenset[ReleaseState]]] = {
-    ReleaseState.UNRELEASED: frozenset({ReleaseState.COMMITTED, ReleaseState.WHOLE}),
-    ReleaseState.WHOLE: frozenset({ReleaseState.DONE}),
-    ReleaseState.COMMITTED: frozenset({ReleaseState.DONE}),
-    ReleaseState.DONE: frozenset(),
-}

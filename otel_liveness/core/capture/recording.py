@@ -19,12 +19,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .capture import TimingCapture
-from .events import CaptureItem
-from .eventstream import CONTENT_TYPE as EVENTSTREAM
-from .eventstream import bedrock_chunk, bedrock_exception, converse_event, encode_message
-from .providers import PROFILES
-from .sse import DEFAULT_MAX_FRAME_BYTES
+from ..events import CaptureItem
+from ..wire.eventstream import CONTENT_TYPE as EVENTSTREAM
+from ..wire.eventstream import bedrock_chunk, bedrock_exception, converse_event, encode_message
+from ..wire.providers import PROFILES
+from ..wire.sse import DEFAULT_MAX_FRAME_BYTES
+from .timing import TimingCapture
 
 __all__ = [
     "BROKE_WITHIN",

@@ -45,12 +45,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from .outcome import FrameKind, NoticeKind, Phase
+from ..outcome import FrameKind, Notice, NoticeKind, Phase
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .policy import Policy
+    from ..policy import Policy
 
 __all__ = [
     "CONTINUE",
@@ -82,21 +82,6 @@ class Continue:
 
 
 CONTINUE: Final = Continue()
-
-
-@dataclass(frozen=True, slots=True)
-class Notice:
-    """The model has been silent for another ``semantic_notice_interval``: before the first body
-    byte a prefill wait, after it a semantic (thinking) wait (hooks see it as
-    :class:`~.events.SemanticNotice`, these fields and the attempt's)."""
-
-    at: float  # when it became due
-    number: int  # counted over the attempt
-    semantic_idle: float
-    raw_idle: float
-    heartbeats_since_semantic: int
-    phase: Phase
-    kind: NoticeKind = NoticeKind.SEMANTIC
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,12 +52,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from ..outcome import AttemptOutcome, DelaySource, Phase, RetryReason
+from ..policy import Policy
 from .clocks import RawSilenceExpired, SemanticTimeoutExpired, Terminal
-from .outcome import AttemptOutcome, DelaySource, Phase, RetryReason
-from .policy import Policy
 
 if TYPE_CHECKING:
-    from .budget import HostBudget
+    from ..memory.budget import HostBudget
 
 __all__ = [
     "Decision",

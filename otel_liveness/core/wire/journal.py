@@ -19,7 +19,7 @@ and :meth:`Journal.retract` forget what the last read added (a read that was not
 all).
 
 The writer is kept by the bulk scanner (:class:`~.bulk.PyScanner`, which tells it which blocks are
-content and which is an error). Its C half is ``core/_journal.h``, included by ``_bulk.c`` (the
+content and which is an error). Its C half is ``core/wire/_journal.h``, included by ``_bulk.c`` (the
 ``Journal`` struct the C scanner embeds, the canonical-delta parser, the record writer and the
 mark a read is retracted to), writing the same bytes: ``tests/test_bulk.py`` and
 ``tests/test_journal.py`` keep the two equal; ``tests/test_journal.py`` also holds the round trip

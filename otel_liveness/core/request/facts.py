@@ -8,9 +8,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .members import top_level
-from .memory import RequestKey, auth_identity
-from .resume import resumable
+from ..memory.caches import RequestKey, auth_identity
+from ..wire.members import top_level
+from ..wire.resume import resumable
 
 __all__ = ["TRACE_HEADERS", "RequestFacts", "propagates_itself", "size_bucket"]
 
@@ -68,7 +68,7 @@ class RequestFacts:
     once: bool = False
     key: RequestKey | str | None = None  # identity for the exhausted-request cache (method, URL, body, auth digest)
     #: The provider keeps the response and its stream can be read again from any event on: an
-    #: OpenAI Responses background response, created streamed or its stream read (core/resume.py).
+    #: OpenAI Responses background response, created streamed or its stream read (core/wire/resume.py).
     resumable: bool = False
 
     @classmethod
@@ -92,7 +92,7 @@ class RequestFacts:
             length = headers.get("content-length", "")
             size = int(length) if length.isdigit() else None
         # The body's own top-level "model" and "stream" members, found without parsing it
-        # (core/members.py): a 1M-token prompt is a 4 MB body.
+        # (core/wire/members.py): a 1M-token prompt is a 4 MB body.
         found = top_level(body, _MEMBERS) if body else None
         if found is not None:
             model, stream = _string(found[0]), found[1] == b"true"

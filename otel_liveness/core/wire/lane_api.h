@@ -1,5 +1,5 @@
 /* The steady lane's C entry points for the transport's sync reader
- * (otel_liveness/transport/_reader.c), shared through the capsule otel_liveness.core._lane._C_API,
+ * (otel_liveness/transport/_reader.c), shared through the capsule otel_liveness.core.wire._lane._C_API,
  * the way _bulk.c shares its scanner with _lane.c (bulk_api.h). The reader steps the lane on each
  * read with no Python call and no boxed result; the lane stays pure (the reader passes the time of
  * each read). The version guards a reader built against another header. */
@@ -8,7 +8,7 @@
 
 #include <Python.h>
 
-#define LANE_API_CAPSULE "otel_liveness.core._lane._C_API"
+#define LANE_API_CAPSULE "otel_liveness.core.wire._lane._C_API"
 #define LANE_API_VERSION 1
 
 typedef struct {

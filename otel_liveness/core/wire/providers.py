@@ -56,8 +56,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ..outcome import FrameKind
 from .eventstream import Message, decode_chunk
-from .outcome import FrameKind
 from .resume import response_path_id
 from .sse import COMMENT, Frame, parse_block
 
@@ -881,7 +881,7 @@ PROFILES: dict[str, ProviderProfile] = {
 }
 
 #: The hosts each wire is served from, as patterns (``*``: one DNS label or part of one, see
-#: :mod:`otel_liveness.core.hosts`): what auto-instrumentation covers by default. The generic
+#: :mod:`otel_liveness.core.wire.hosts`): what auto-instrumentation covers by default. The generic
 #: ``sse`` profile has no host of its own.
 HOST_PATTERNS: dict[str, tuple[str, ...]] = {
     "anthropic": ("api.anthropic.com",),

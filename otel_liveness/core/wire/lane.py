@@ -7,7 +7,7 @@ released prefix keeps a reference. The lane does exactly that much, counting in 
 the engine applies the counts to the attempt (:meth:`.attempt.Attempt.absorb_lane`, called by
 the engine's ``state.input_method`` wrapper first thing in every input method) before anything
 else looks at it. Every other read takes the general path
-(:meth:`~otel_liveness.core.engine.Engine.received` and the other inputs).
+(:meth:`~otel_liveness.core.request.engine.Engine.received` and the other inputs).
 
 With a bulk scanner attached (:meth:`PyLane.attach`, :mod:`.bulk`), a read is admitted when the
 scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes is a semantic or a
@@ -112,7 +112,7 @@ class LaneLike(Protocol):
 class PyLane:
     """``step(chunk, now)`` admits ``chunk`` (returns True, counts it, keeps it in ``keep`` while
     ``room`` lasts) when ``now < horizon``, ``chunk`` is exactly one LF-framed block within
-    ``max_frame`` bytes (:func:`~otel_liveness.core.sse.whole_frame`) and its first ``prefix``
+    ``max_frame`` bytes (:func:`~otel_liveness.core.wire.sse.whole_frame`) and its first ``prefix``
     bytes are one of ``keys`` (the profile's semantic prefixes) -- or, with a scanner attached,
     when the scanner admits it; a read that held a semantic frame then moves the horizon to
     ``min(now + step, wall)`` (a read of heartbeats alone leaves it). Otherwise it returns False

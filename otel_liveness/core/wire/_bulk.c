@@ -1,4 +1,4 @@
-/* The bulk path in C: the SSE scanner and the head classifier of otel_liveness/core/bulk.py's
+/* The bulk path in C: the SSE scanner and the head classifier of otel_liveness/core/wire/bulk.py's
  * PyScanner (the reference; tests/test_bulk.py keeps the two equal), for reads that carry many
  * events. Pure: no clock, no I/O.
  *
@@ -11,7 +11,7 @@
  * Besides the kinds, the scanner keeps two things a truncation needs without keeping the reply:
  *   - the journal (Anthropic wires): the content events in a compact form. This file says which
  *     blocks are content and which is an error; the writer is _journal.h (the C half of
- *     core/journal.py, whose replay_journal decodes it into the partial message when a truncation
+ *     core/wire/journal.py, whose replay_journal decodes it into the partial message when a truncation
  *     is raised). Bounded by journal_max (clipped beyond it); stopped at the first error frame.
  *   - the hold (before content): the blocks that are not heartbeats, each with its blank line,
  *     so that held heartbeats need not be replayed byte for byte (see the engine).
@@ -163,7 +163,7 @@ copy_small(char *dst, const char *src, Py_ssize_t n)
     }
 }
 
-/* The content journal's writer (core/journal.py's Journal, in C): its state, the canonical-delta
+/* The content journal's writer (core/wire/journal.py's Journal, in C): its state, the canonical-delta
  * parser and the record writer, one unit. */
 #include "_journal.h"
 
@@ -1462,8 +1462,8 @@ static PyMethodDef Scanner_methods[] = {
 
 static PyTypeObject ScannerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "otel_liveness.core._bulk.Scanner",
-    .tp_doc = "The bulk SSE scanner and head classifier (C); see otel_liveness.core.bulk.PyScanner.",
+    .tp_name = "otel_liveness.core.wire._bulk.Scanner",
+    .tp_doc = "The bulk SSE scanner and head classifier (C); see otel_liveness.core.wire.bulk.PyScanner.",
     .tp_basicsize = sizeof(Scanner),
     .tp_itemsize = 0,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -1496,7 +1496,7 @@ bulk_blank_lines(PyObject *module, PyObject *data)
     return PyLong_FromSsize_t(count);
 }
 
-/* -- top-level members of a JSON request body (otel_liveness/core/members.py is the reference) -- */
+/* -- top-level members of a JSON request body (otel_liveness/core/wire/members.py is the reference) -- */
 
 #define TOP_MAX_NAMES 8
 
@@ -1671,8 +1671,8 @@ static PyMethodDef bulk_functions[] = {
 
 static struct PyModuleDef bulkmodule = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "otel_liveness.core._bulk",
-    .m_doc = "The bulk SSE scanner in C (see otel_liveness.core.bulk).",
+    .m_name = "otel_liveness.core.wire._bulk",
+    .m_doc = "The bulk SSE scanner in C (see otel_liveness.core.wire.bulk).",
     .m_size = -1,
     .m_methods = bulk_functions,
 };

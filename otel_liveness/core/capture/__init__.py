@@ -1,0 +1,1 @@
+"""What is kept of an attempt for tuning: timing captures and recordings (no content)."""
