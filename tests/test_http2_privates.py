@@ -3,14 +3,16 @@ installed releases: a release that renames one fails here, by name, instead of s
 a stream reset into a no-op (the driver reads them with getattr and does nothing where they are
 missing).
 
-Where they are used (otel_liveness/transport/_async/http2.py, generated into _sync/):
-- ``install_wakeups``, only for a transport the caller built (a pool the liveness transport
-  builds itself gets its backend through the public ``network_backend=``): the transport's
-  ``_pool`` and the pool's ``_network_backend`` (and its ``__class__``);
-- ``_cancel_streams``, the one function that resets a stream (RST_STREAM): a pool's connection's
-  ``_connection``; the HTTP/2 connection's ``_network_stream``, ``_events``, ``_h2_state`` (h2's
-  public ``H2Connection``), ``_state_lock`` and ``_write_outgoing_data(request)``; the pool's
-  response stream's ``_stream``, whose ``_connection`` and ``_stream_id`` name the stream.
+Where they are used:
+- ``otel_liveness/transport/_adopt.py``, only for a transport the caller built (a pool the
+  liveness transport builds itself gets its backend through the public ``network_backend=``):
+  the transport's ``_pool`` and the settings a pool keeps privately (``CONNECTION_POOL``,
+  ``HTTP_PROXY``), read to build the pool's twin; nothing of the caller's pool is assigned;
+- in otel_liveness/transport/_async/http2.py (generated into _sync/), ``_cancel_streams``, the
+  one function that resets a stream (RST_STREAM): a pool's connection's ``_connection``; the
+  HTTP/2 connection's ``_network_stream``, ``_events``, ``_h2_state`` (h2's public
+  ``H2Connection``), ``_state_lock`` and ``_write_outgoing_data(request)``; the pool's response
+  stream's ``_stream``, whose ``_connection`` and ``_stream_id`` name the stream.
 
 Beyond the names, the last tests reset a stream through ``_cancel_streams`` against httpcore's own
 pool and HTTP/2 connection, an in-memory h2 server on the other side: the server must see the
@@ -77,7 +79,6 @@ def test_a_pool_names_its_backend_and_connections(core: ModuleType, kind: str) -
     conn_cls: Any = core.HTTPConnection if kind == "sync" else core.AsyncHTTPConnection
     connection = conn_cls(origin=core.Origin(b"https", b"provider.test", 443), network_backend=backend)
     assert connection._connection is None  # set to the HTTP/1.1 or HTTP/2 connection once connected
-    assert "__slots__" not in vars(pool_cls)  # so assigning ``__class__`` to a subclass stays possible
 
 
 def test_the_transports_name_their_pool() -> None:
@@ -208,3 +209,74 @@ def test_the_reset_reaches_the_server_through_httpcores_own_connection(core: Mod
                                                                         forgotten: bool) -> None:
     peer = _reset_through_httpcore(core, kind, forgotten)
     assert peer.resets == [(1, 0x8)]  # RST_STREAM, CANCEL, for the one stream
+
+
+# -- the adapter's names: a caller's pool rebuilt from its settings (otel_liveness/transport/_adopt.py)
+
+#: A value for each setting, none of them the default, so that a setting read from the wrong
+#: private (or dropped) shows.
+def _settings(core: ModuleType, backend: object) -> dict[str, Any]:
+    import ssl
+
+    return {"ssl_context": ssl.create_default_context(), "max_connections": 7, "max_keepalive_connections": 3,
+            "keepalive_expiry": 2.5, "http1": False, "http2": True, "retries": 2, "local_address": "127.0.0.1",
+            "uds": "/tmp/otel-liveness-test.sock", "network_backend": backend, "socket_options": [(1, 9, 1)]}
+
+
+def _pool_kinds(core: ModuleType) -> list[tuple[str, dict[str, Any]]]:
+    """Every class the adapter rebuilds, with the arguments that make one."""
+    backend = object()
+    base = _settings(core, backend)
+    proxy = {"proxy_url": "http://proxy.example:3128", "proxy_auth": ("user", "secret"),
+             "proxy_headers": {"x-proxy": "1"}, "proxy_ssl_context": None}
+    socks = {"proxy_url": "socks5://proxy.example:1080", "proxy_auth": ("user", "secret")}
+    routed = core.Proxy("http://proxy.example:3128") if hasattr(core, "Proxy") else None
+    kinds = [(name, {**base, **(proxy if "Proxy" in name else {"proxy": routed})})
+             for name in ("ConnectionPool", "AsyncConnectionPool", "HTTPProxy", "AsyncHTTPProxy")]
+    socks_settings = {name: base[name] for name in ("ssl_context", "max_connections", "max_keepalive_connections",
+                                                     "keepalive_expiry", "http1", "http2", "retries", "network_backend")}
+    return kinds + [(name, {**socks_settings, **socks}) for name in ("SOCKSProxy", "AsyncSOCKSProxy")]
+
+
+@pytest.mark.parametrize("index", range(6), ids=["pool", "async-pool", "proxy", "async-proxy", "socks", "async-socks"])
+def test_a_pool_rebuilt_from_the_privates_the_adapter_reads_is_its_twin(core: ModuleType, index: int) -> None:
+    from otel_liveness.transport import _adopt
+
+    name, arguments = _pool_kinds(core)[index]
+    cls: Any = getattr(core, name)
+    table = _adopt.POOL_CLASSES[name]
+    params = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    assert set(table) <= params  # every setting is a parameter of the public constructor...
+    assert params - set(table) <= {"proxy_auth"}  # ...and every parameter is read (the auth: in the headers)
+    pool = cls(**arguments)
+    found = _adopt.settings_of(pool)
+    assert found is not None and found[0] is core
+    twin = cls(**found[1])
+    for private in table.values():
+        assert private in vars(pool), private
+        assert vars(twin)[private] == vars(pool)[private], private
+
+
+def test_the_adapter_leaves_a_pool_it_cannot_rebuild_as_it_was(core: ModuleType) -> None:
+    from otel_liveness.transport import _adopt
+
+    class Custom(core.ConnectionPool):  # type: ignore[name-defined,misc]
+        pass
+
+    class Holder:
+        def __init__(self, pool: Any) -> None:
+            self._pool = pool
+
+    def rebuild(*args: Any) -> Any:
+        raise AssertionError("nothing is rebuilt")
+
+    opened = core.ConnectionPool()
+    opened._connections.append(object())  # a connection opened before the wrap: it stays with its pool
+    missing = core.ConnectionPool()
+    del missing._uds  # a release that renamed a setting
+    for pool in (Custom(), opened, missing, object(), None):
+        holder = Holder(pool)
+        assert _adopt.settings_of(pool) is None
+        assert _adopt.adopt(holder, rebuild, Custom) is (type(pool) is Custom)  # (one of "ours": kept)
+        assert holder._pool is pool
+    assert _adopt.adopt(object(), rebuild, Custom) is False  # a transport with no pool (a mock)

@@ -2,8 +2,8 @@
 through httpcore's public ``network_backend=`` (nothing of httpcore's assigned after the fact),
 with the family's options, under the family's own transport methods (its exception mapping, what
 instruments it), and judged on the wire as a caller's pool is -- raw silence on HTTP/1.1 and on
-HTTP/2. A pool the caller hands over is still adopted in place, by
-one function (http2.install_wakeups), the only writer of httpcore's privates."""
+HTTP/2. A pool the caller hands over is rebuilt, never altered: its twin is built the same way
+from its settings (transport/_adopt.py, the one reader of httpcore's privates for it)."""
 
 from __future__ import annotations
 
@@ -87,18 +87,39 @@ def test_the_default_pool_is_built_with_our_backend_and_nothing_assigned(name, i
             "__init__") in assignments  # (the spy sees httpcore's own constructor)
 
 
+@pytest.mark.parametrize("proxy", [None, "http://user:secret@proxy.example:3128", "socks5://user:secret@proxy.example:1080"],
+                         ids=["direct", "http-proxy", "socks-proxy"])
 @pytest.mark.parametrize("is_async", KINDS, ids=KIND_IDS)
 @pytest.mark.parametrize("name", FAMILIES)
-def test_a_callers_pool_is_adopted_by_one_function(name, is_async, assignments) -> None:  # type: ignore[no-untyped-def]
+def test_a_callers_pool_is_rebuilt_never_altered(name, is_async, proxy, assignments) -> None:  # type: ignore[no-untyped-def]
+    # The caller's pool keeps its class and backend (no attribute of it is assigned outside
+    # httpcore); the transport's pool is a twin built by httpcore's own constructor, with every
+    # setting of the caller's and the caller's network backend under the waking one.
     x, core = importlib.import_module(name), family(name).core
-    inner = (x.AsyncHTTPTransport if is_async else x.HTTPTransport)(http2=True)
+    options = {"http2": True, "retries": 2, "local_address": "127.0.0.1", "socket_options": [(1, 9, 1)],
+               "limits": x.Limits(max_connections=7, max_keepalive_connections=3, keepalive_expiry=2.5),
+               "proxy": proxy}
+    inner = (x.AsyncHTTPTransport if is_async else x.HTTPTransport)(**options)
+    theirs = inner._pool
+    theirs_class, theirs_backend = type(theirs), theirs._network_backend
     assignments.clear()
     otel_liveness.wrap(inner, telemetry=False)
-    ours = [entry for entry in assignments if not entry[1].startswith(core.__name__ + ".")]
+    ours = inner._pool
+    assert [entry for entry in assignments if not entry[1].startswith(core.__name__ + ".")] == []
+    assert type(theirs) is theirs_class and theirs._network_backend is theirs_backend  # not altered
     driver = async_http2 if is_async else sync_http2
-    assert ours == [("_network_backend", driver.__name__, "install_wakeups"),
-                    ("__class__", driver.__name__, "install_wakeups")]
-    assert isinstance(inner._pool, driver.AsyncH2Pool if is_async else driver.SyncH2Pool)
+    assert ours is not theirs and isinstance(ours, driver.AsyncH2Pool if is_async else driver.SyncH2Pool)
+    assert type(ours).__mro__[1:].count(theirs_class) == 1  # httpcore's own class, the HTTP/2 mixin added
+    backend = ours._network_backend
+    assert isinstance(backend, AsyncWakingBackend if is_async else SyncWakingBackend)
+    assert backend._inner is theirs_backend
+    mine, yours = vars(ours), vars(theirs)
+    assert set(mine) == set(yours)
+    for key, value in yours.items():
+        if key not in ("_connections", "_requests", "_network_backend", "_optional_thread_lock", "_pool_lock"):
+            assert mine[key] is value or mine[key] == value, key  # (the same SSL context, the same headers)
+    wrapped_again = otel_liveness.wrap(inner, telemetry=False)
+    assert wrapped_again.inner._pool is ours  # a pool of ours is kept
 
 
 @pytest.mark.parametrize("proxy", [None, "http://user:secret@proxy.example:3128", "proxy"],

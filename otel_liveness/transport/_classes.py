@@ -14,6 +14,7 @@ import copy
 from functools import cache
 from typing import Any
 
+from ._adopt import share_pool
 from ._async import AsyncLivenessMixin, AsyncLivenessStream, AsyncPassThrough, AsyncPoolTransport, AsyncResumingStream
 from ._base import TransportBase
 from ._family import Family, keepalive_socket_options
@@ -130,15 +131,17 @@ def seat(transport: Any, make: Any, is_async: bool) -> bool:
     """Seat a liveness transport in ``transport`` (a transport of either family, of the kind
     ``is_async`` says), so ``transport`` stays the object it was -- its class, its connection
     pool, its proxy, what the client and the SDK above read of it: ``make(inner, is_async)``
-    builds the liveness transport over a copy of ``transport`` (the same pool, handler and
-    configuration), and its ``handle_request`` (``handle_async_request``) takes the place of the
+    builds the liveness transport over a copy of ``transport`` (the same pool -- rebuilt to wake,
+    then named by both -- handler and configuration), and its ``handle_request`` (``handle_async_request``) takes the place of the
     transport's own on that object. What wraps the class's method (an HTTP client instrumentation)
     now runs for each attempt, inside the liveness transport's send context. Answers False,
     changing nothing, for an object that takes no attribute of its own (``__slots__``)."""
     if not hasattr(transport, "__dict__"):
         return False
     name = "handle_async_request" if is_async else "handle_request"
-    liveness = make(copy.copy(transport), is_async)  # (copied before the seat is set on it)
+    inner = copy.copy(transport)  # (copied before the seat is set on it)
+    liveness = make(inner, is_async)
+    share_pool(transport, inner)  # the copy's pool, if it was rebuilt (_adopt.py): one pool for both
     setattr(transport, name, getattr(liveness, name))
     return True
 

@@ -1,8 +1,8 @@
 """HTTP/2 on a shared connection: each stream judged on its own (docs/http2.md).
 
 :func:`new_pool` builds the connection pool the transport owns with the waking network backend
-(:mod:`.network`) through httpcore's public ``network_backend=``; :func:`install_wakeups` gives it
-to a pool the caller built (the one place that assigns httpcore's privates for that). The
+(:mod:`.network`) through httpcore's public ``network_backend=``; :func:`install_wakeups` builds
+the same twin of a pool the caller built (its settings read by the one adapter, :mod:`.._adopt`). The
 backend's streams hand their reads and writes to an :class:`AsyncH2Connection` once they carry
 HTTP/2 (:func:`h2_opened`: the first write is the preface), and the pool (:class:`AsyncH2Pool`
 mixed into its class; its connections are :class:`~.network.AsyncWatchedConnection`, which fill
@@ -31,13 +31,13 @@ stream's reader sets its own, so each HTTP/2 stream's silence is its own.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Any
 
 from ...core.attempt.clocks import stop_at, wake_at
 from ...core.request.engine import Engine
+from .._adopt import adopt
 from .._backends import ENGINE_EXTENSION, AsyncBackend
 from .network import AsyncWakingBackend, AsyncWakingStream, AsyncWatchedConnection
 
@@ -200,43 +200,30 @@ def h2_opened(network: AsyncWakingStream, buffer: bytes) -> AsyncH2Connection | 
     return connection
 
 
-def new_pool(core: Any, pool_class: Any, **options: Any) -> Any:
+def new_pool(core: Any, pool_class: Any, *, network_backend: Any = None, **options: Any) -> Any:
     """A connection pool of ``core`` (httpcore or httpcore2; ``pool_class``: its
     ``AsyncConnectionPool`` or its ``AsyncHTTPProxy``) built by the liveness transport itself,
-    through httpcore's public constructor: ``network_backend=`` the waking backend (over the one
-    httpcore would pick), its class httpcore's own with :class:`AsyncH2Pool` mixed in. Nothing of
-    httpcore's is assigned or read after the fact (the road of :class:`~.transport.AsyncPoolTransport`)."""
+    through httpcore's public constructor: ``network_backend=`` the waking backend over
+    ``network_backend`` (by default the one httpcore would pick), its class httpcore's own with
+    :class:`AsyncH2Pool` mixed in. Nothing of httpcore's is assigned or read after the fact."""
     timeout_error = core.ReadTimeout
-    backend = AsyncWakingBackend(AsyncBackend.network(core), timeout_error, h2_opened)
+    network = AsyncBackend.network(core) if network_backend is None else network_backend
+    backend = AsyncWakingBackend(network, timeout_error, h2_opened)
     return _h2_pool_class(pool_class, timeout_error)(network_backend=backend, **options)
 
 
 def install_wakeups(inner: Any) -> bool:
-    """For a transport the caller (or an SDK) built and handed over: its pool is theirs, already
-    built, and its settings are readable only through many privates, so it is adopted in place --
-    the one function that assigns httpcore's privates for it: ``inner``'s connection pool (httpx's
-    and httpx2's ``_pool``) gets the waking network backend (its ``_network_backend``) and the
-    :class:`AsyncH2Pool` mixin (its ``__class__``). Transports without one (mocks, custom) are left
-    as they are: their deadlines are then the socket timeout's, and notices arrive with the next
-    read. tests/test_http2_privates.py fails when httpx or httpcore renames one of these. Answers
-    whether the pool now wakes (its connections then take the engine from the request's
-    extensions); connections it opened before are not watched: their sends wait as they did."""
-    pool: Any = getattr(inner, "_pool", None)
-    backend = getattr(pool, "_network_backend", None)
-    if isinstance(backend, AsyncWakingBackend) and isinstance(pool, AsyncH2Pool):
-        return True
-    if backend is None or isinstance(backend, AsyncWakingBackend):
-        return False
-    try:
-        timeout_error = importlib.import_module(type(backend).__module__.partition(".")[0]).ReadTimeout
-    except (ImportError, AttributeError):  # pragma: no cover - not an httpcore backend
-        return False
-    pool._network_backend = AsyncWakingBackend(backend, timeout_error, h2_opened)
-    try:
-        pool.__class__ = _h2_pool_class(type(pool), timeout_error)
-    except TypeError:  # pragma: no cover - a pool class that cannot be extended: only a body's reads wake
-        return False
-    return True
+    """For a transport the caller (or an SDK) built and handed over: its pool is rebuilt as
+    :func:`new_pool` builds one, from the caller's pool's settings, over the caller's network
+    backend (:func:`~.._adopt.adopt`, the one adapter that reads httpcore's privates for it); the
+    caller's pool object is not altered. Answers whether the pool now wakes; a pool that cannot
+    be rebuilt (another class, a mock, connections already opened) is judged plainly: its
+    deadlines are the socket timeout's, and notices arrive with the next read."""
+    return adopt(inner, _rebuilt, AsyncH2Pool)
+
+
+def _rebuilt(core: Any, pool_class: type, settings: dict[str, Any]) -> Any:
+    return new_pool(core, pool_class, **settings)
 
 
 _H2_POOLS: dict[type, type] = {}
@@ -256,8 +243,8 @@ def _h2_pool_class(cls: type, timeout_error: type[BaseException]) -> type:
 
 
 class AsyncH2Pool:
-    """Mixed into the class of the inner transport's connection pool (:func:`_h2_pool_class`: the
-    pool :func:`new_pool` builds, or one :func:`install_wakeups` adopts)."""
+    """Mixed into the class of the connection pool the liveness transport builds (:func:`new_pool`:
+    its own, or the twin of a caller's, :func:`install_wakeups`)."""
 
     _liveness_timeout_error: type[BaseException]
 
