@@ -1289,6 +1289,58 @@ def test_only_become_and_commit_or_finish_move_an_attempts_states() -> None:
     ]
 
 
+def _calls_and_reads(source: str, call: str, attr: str) -> tuple[list[str], list[str]]:
+    """Where ``source`` calls ``call`` (a name or an attribute) and reads ``<x>.policy.<attr>`` or
+    ``policy.<attr>``: the enclosing ``Class.function`` of each."""
+    import ast
+
+    calls: list[str] = []
+    reads: list[str] = []
+
+    def visit(node: ast.AST, scope: tuple[str, ...]) -> None:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = (*scope, node.name)
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == call) or (isinstance(func, ast.Attribute) and func.attr == call):
+                calls.append(".".join(scope))
+        if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Load):
+            owner = node.value
+            if (isinstance(owner, ast.Name) and owner.id == "policy") or (
+                    isinstance(owner, ast.Attribute) and owner.attr == "policy"):
+                reads.append(".".join(scope))
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    visit(ast.parse(source), ())
+    return calls, reads
+
+
+def test_verdicts_have_one_maker_and_shadow_mode_is_read_once_a_request() -> None:
+    """Every :class:`Verdict` -- a clock's, an in-band error's, enforced or only observed -- is
+    built by ``Reporter.verdict``, which reads whether it was enforced from the report; the
+    policy's ``shadow`` is read by the engine once (then ``Engine.shadow``) and by the transport
+    before there is an engine (whether to keep a copy of a streamed body for a retry)."""
+    import pathlib
+
+    import otel_liveness
+
+    root = pathlib.Path(otel_liveness.__file__).parent
+    makers: list[str] = []
+    readers: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        calls, reads = _calls_and_reads(path.read_text(), "Verdict", "shadow")
+        rel = path.relative_to(root).as_posix()
+        makers += [f"{rel}:{where}" for where in calls]
+        readers += [f"{rel}:{where}" for where in reads]
+    assert makers == ["core/request/report.py:Reporter.verdict"]
+    assert readers == ["core/request/engine.py:Engine.__init__", "transport/_base.py:TransportBase._engine"]
+    # ... and the check finds them where they are
+    probe = ("class A:\n    def f(self, policy):\n        Verdict(1)\n        E.Verdict(2)\n"
+             "        return self.policy.shadow or policy.shadow\n")
+    assert _calls_and_reads(probe, "Verdict", "shadow") == (["A.f", "A.f"], ["A.f", "A.f"])
+
+
 def test_an_engine_and_its_attempts_are_freed_without_the_cycle_collector() -> None:
     """The attempt reports through the request's Reporter, never through the engine: no cycle, so
     a finished request's memory (held bytes, prefix, journal) goes back as soon as it is dropped."""

@@ -216,7 +216,7 @@ class TransportBase:
             stream = self._passthrough_cls(inner)
         else:
             stream = self._stream_cls(self._family, request, engine, inner, iterator, respond)
-        if engine.facts.resumable and not respond.passthrough and not engine.policy.shadow \
+        if engine.facts.resumable and not respond.passthrough and not engine.shadow \
                 and engine.profile.name == "openai-responses" and RESUME_EXTENSION not in request.extensions:
             stream = self._resuming_cls(self, request, stream, engine.published, engine)
         extensions = dict(inner.extensions)

@@ -16,12 +16,13 @@ what is released at the first content stays small however long a peer flooded co
 A 2xx JSON body on a streaming request is *probed* (:meth:`Attempt.probe_read`): held until its
 first key tells an error object from a reply.
 
-Shadow mode is a strategy chosen once, when the attempt starts: a :class:`ShadowAttempt` in place
-of an :class:`Attempt`. It observes (a verdict, an in-band error, a body it cannot judge: kept as
-:attr:`~Attempt.observed`, reported, never acted on), never holds (what would be held is only
-counted, so that a hold past the bound is reported as the malformed stream it would have been;
-a probed JSON body is released as it comes) and never ends a read (no socket timeout, no terminal
-deadline, no hints but the notices'). The enforcing attempt's methods carry no shadow branch.
+Shadow mode is the engine's rule where a failure is decided (``Engine._failed``, ``_observe``: a
+clock's verdict, an in-band error, a body it cannot judge is kept as :attr:`~Attempt.observed`,
+reported, never acted on; no socket timeout is set) and, for how a body is read, a strategy
+chosen once when the attempt starts: a :class:`ShadowAttempt` never holds (what would be held is
+only counted, so that a hold past the bound is reported as the malformed stream it would have
+been; a probed JSON body is released as it comes) and never ends a read (no terminal deadline,
+no hints but the notices'). The enforcing attempt's methods carry no shadow branch.
 
 What a truncation carries: ``released`` (exact), the raw head of the released bytes up to
 ``Policy.max_prefix_bytes`` (:meth:`Attempt.keep`), and on the Anthropic wires the partial
@@ -31,12 +32,12 @@ message, decoded from the framer's journal of the whole reply.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from .. import errors as E
 from ..capture.timing import new_capture
-from ..events import CaptureItem, Event, RetryScheduled, SemanticNotice, Verdict
-from ..outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, RequestReport
+from ..events import CaptureItem, Event, RetryScheduled, SemanticNotice
+from ..outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, Phase, RequestReport
 from ..policy import Policy
 from ..wire.encoding import Decoder, UnsupportedEncoding, decoder_for
 from ..wire.framing import Framer, SSEFramer, framer_for
@@ -44,7 +45,7 @@ from ..wire.lane import LaneLike
 from ..wire.providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
 from .clocks import TOLERANCE, AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .modes import BODY_MODES, RELEASES, BodyMode, ReleaseState
-from .retry import Failure, FailureKind, Retry, failure_kind, verdict_outcome
+from .retry import Failure, FailureKind, Retry
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt", "ShadowAttempt"]
 
@@ -108,15 +109,14 @@ class Attempt:
         "request_start",
         "shaped",
         "socket_timeout_ours",
+        "verdict",
     )
-
-    #: Its verdicts end it (the ``enforced`` field of the verdicts it emits).
-    enforcing: ClassVar[bool] = True
 
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
                  *, streaming: bool, lane_class: Callable[..., Any],
                  report: RequestReport, emit: Callable[[Event], None], request_start: float,
-                 heartbeats: Callable[[int, float, int, int], None]) -> None:
+                 heartbeats: Callable[[int, float, int, int], None],
+                 verdict: Callable[[float, int, AttemptOutcome, Phase, bool], None]) -> None:
         self.index = index
         # The request's report and its hooks (the Reporter's emit: no reference back to the engine,
         # so that an engine and its attempts are freed by reference counting, without a cycle).
@@ -124,6 +124,8 @@ class Attempt:
         self.emit = emit
         #: The Reporter's ``heartbeats``: a read's Heartbeats, for the hooks that take them.
         self.heartbeats = heartbeats
+        #: The Reporter's ``verdict``, the one maker of verdicts: an in-band error's, as it is found.
+        self.verdict = verdict
         self.request_start = request_start
         self.record = AttemptRecord(index=index, started=started)
         self.record.first_byte_bound = clock.first_byte_bound
@@ -321,9 +323,6 @@ class Attempt:
                 return item
             return None
 
-    def observe_gap(self, now: float) -> None:
-        """Bytes arrived at ``now``: nothing to observe (a silence past the bound ended the read)."""
-
     def read_verdict(self, now: float) -> Terminal | None:
         """A read timed out at ``now``: the verdict it ended at -- a waking read's (``Engine.woke``),
         or at our socket timeout a terminal deadline or, when it waited the whole bound, wire
@@ -494,8 +493,7 @@ class Attempt:
             # An error frame of the reply -- not one after its end frame (a server's trailing frames,
             # which the SDKs never read: they stop at the end frame).
             failure, release = self.error_frame(chunk, data, kinds)
-            self.emit(Verdict(self.report, self.index, now - self.request_start, AttemptOutcome.PROVIDER_ERROR,
-                              failure.phase, failure.committed, self.enforcing))
+            self.verdict(now, self.index, AttemptOutcome.PROVIDER_ERROR, failure.phase, failure.committed)
             return release
         if not self.committed and (_SEMANTIC in kinds or _END in kinds):
             return self.release_held(chunk, data)
@@ -633,8 +631,7 @@ class Attempt:
         """The probed JSON body is an error object (:meth:`probed`): the in-band provider error it
         is (retried before content per the table, typed when exhausted); its verdict emitted."""
         phase = self.clock.phase
-        self.emit(Verdict(self.report, self.index, now - self.request_start, AttemptOutcome.PROVIDER_ERROR, phase,
-                          False, self.enforcing))
+        self.verdict(now, self.index, AttemptOutcome.PROVIDER_ERROR, phase, False)
         return Failure(FailureKind.ERROR_EVENT, phase, False, status=self.record.status, error_type=error_type)
 
     # -- an in-band error frame -----------------------------------------------------------------
@@ -671,36 +668,6 @@ class ShadowAttempt(Attempt):
     failure) and reported; the caller receives the body as it comes."""
 
     __slots__ = ()
-
-    enforcing: ClassVar[bool] = False
-
-    def socket_timeout(self, now: float, caller: float | None) -> float | None:
-        self.socket_timeout_ours = False
-        return None
-
-    def poll(self, now: float) -> Terminal | None:
-        verdict = super().poll(now)
-        if verdict is not None:
-            self.observe(now, verdict)
-        return None
-
-    def observe(self, now: float, verdict: Terminal) -> None:
-        """Report a verdict that would have ended the attempt, once."""
-        if self.observed is not None:
-            return
-        self.observed = Failure(failure_kind(verdict), verdict.phase, self.committed)
-        self.emit(Verdict(self.report, self.index, min(now, verdict.at) - self.request_start, verdict_outcome(verdict),
-                          verdict.phase, self.committed, False))
-
-    def observe_gap(self, now: float) -> None:
-        """Bytes arrive after a silence longer than the bound (:meth:`~.clocks.AttemptClock.
-        observed_gap`): report the verdict it would have given."""
-        if self.observed is not None:
-            return
-        verdict = self.clock.observed_gap(now)
-        if verdict is not None:
-            self.poll(verdict.at)  # a wall or semantic deadline before it is what enforcement would have met first
-            self.observe(now, verdict)
 
     def expired_read(self, now: float, start: float) -> Terminal | None:
         return None

@@ -52,7 +52,7 @@ from ..attempt.retry import (
     verdict_outcome,
 )
 from ..commands import COMPLETE, READ, Command, Complete, Fail, Read, Release, Reraise, Respond, Send, Sleep
-from ..events import AttemptStarted, Hook, RequestStarted, RetryDenied, Verdict
+from ..events import AttemptStarted, Hook, RequestStarted, RetryDenied
 from ..memory.budget import HostBudget, RetryBudgets
 from ..memory.caches import CadenceMemory, ExhaustedCache
 from ..outcome import AttemptOutcome, StopReason
@@ -108,23 +108,25 @@ class Engine:
         self.profile = profile_for(provider)
         self.wall_now = wall_now
         self.jitter = jitter
+        #: Shadow mode (read here once): every failure is only observed and reported, never acted on.
+        self.shadow = shadow = policy.shadow
         #: An SDK retry of a call this transport exhausted gets its error again (never in shadow mode).
-        self.exhausted = exhausted if not policy.shadow else None
+        self.exhausted = exhausted if not shadow else None
         self.cadence = cadence
         #: Asked when a retry is due: ``None`` when the request body can be sent again, else why not.
         self.body_replayable = body_replayable
         #: Each attempt's strategy: enforcing, or shadow mode's (observe, never hold, never end).
-        self.attempt_class: type[Attempt] = ShadowAttempt if policy.shadow else Attempt
+        self.attempt_class: type[Attempt] = ShadowAttempt if shadow else Attempt
         #: The request's host's retry budget (shadow mode retries nothing: none).
         rule = policy.budget_rule()
         self.budget: HostBudget | None = (
             budgets.for_host(facts.host, rule, now, semconv_provider(provider, facts.host))
-            if budgets is not None and rule is not None and not policy.shadow else None)
+            if budgets is not None and rule is not None and not shadow else None)
         self.start_time = now
         self.wall_deadline = now + policy.wall_timeout if policy.wall_timeout is not None else None
         self.state = _IDLE
         self.reporter = R.Reporter.for_request(provider, facts, policy, now, tuple(hooks), on_hook_error, cadence,
-                                               canary)
+                                               canary, shadow=shadow)
         self.report = self.reporter.report
         self.published: dict[str, Any] = self.reporter.published
         self._emit = self.reporter.emit
@@ -224,7 +226,7 @@ class Engine:
         clock = attempt.clock
         if attempt.capture is not None:
             attempt.capture_item(now, chunk)
-        attempt.observe_gap(now)
+        self._observe_gap(now, attempt)
         clock.received(now, len(chunk))
         release = self._judged(now, attempt, chunk, attempt.read, now, chunk)
         if isinstance(release, Fail):
@@ -233,7 +235,10 @@ class Engine:
             return self._answer(state, release, self._failed(now, attempt.error))
         terminal = attempt.poll(now)
         if terminal is not None:
-            return self._answer(state, release, self._expire(now, terminal))
+            if self.shadow:
+                self._observe(now, attempt, terminal)
+            else:
+                return self._answer(state, release, self._expire(now, terminal))
         if state is _HOLDING:
             if release:
                 self._first.append(release)
@@ -252,7 +257,7 @@ class Engine:
             return COMPLETE
         attempt = self._current()
         attempt.capture_item(now, None)
-        attempt.observe_gap(now)
+        self._observe_gap(now, attempt)
         if attempt.scanned:
             release = self._judged(now, attempt, b"", attempt.end_of_body, now, self.profile.eof_is_end)
             if isinstance(release, Fail):
@@ -295,7 +300,7 @@ class Engine:
         if kind is IOFailure.LOCAL:
             self._conclude_failure(now, Failure(FailureKind.LOCAL_ERROR, attempt.clock.phase, attempt.committed))
             return Reraise(exc)
-        attempt.observe_gap(now)
+        self._observe_gap(now, attempt)
         failure_kind = FailureKind.CONNECT_ERROR if kind is IOFailure.CONNECT else FailureKind.READ_ERROR
         attempt.capture_item(now, failure_kind.value)
         opaque = attempt.breaks_as_opaque(self.state is _RESPONDED)
@@ -422,14 +427,16 @@ class Engine:
         attempt = self.attempt_class(len(self.report.attempts), now - self.start_time, clock, policy, self.profile,
                                      streaming=streaming, lane_class=Lane, report=self.report,
                                      emit=self._emit, request_start=self.start_time,
-                                     heartbeats=self.reporter.heartbeats)
+                                     heartbeats=self.reporter.heartbeats, verdict=self.reporter.verdict)
         self.attempt = attempt
         self.report.attempts.append(attempt.record)
         self._first = []
         self._emit(AttemptStarted(self.report, attempt.index, self.since(now), attempt.inject))
         clock.request_sent(now)
         self._refresh_hints()
-        return Send(attempt.socket_timeout(now, self.facts.read_timeout), dict(attempt.inject))
+        # Shadow mode sets no socket read timeout of its own: it never ends a read.
+        timeout = None if self.shadow else attempt.socket_timeout(now, self.facts.read_timeout)
+        return Send(timeout, dict(attempt.inject))
 
     # -- clocks ---------------------------------------------------------------------------------
 
@@ -449,11 +456,31 @@ class Engine:
 
     # -- decisions ------------------------------------------------------------------------------
 
+    def _observe(self, now: float, attempt: Attempt, verdict: Terminal | None) -> None:
+        """Shadow mode: a clock ran out (``verdict``, found at ``now``); the first failure is kept as
+        the attempt's ``observed`` and its verdict reported, and nothing else changes."""
+        if verdict is None or attempt.observed is not None:
+            return
+        attempt.observed = Failure(failure_kind(verdict), verdict.phase, attempt.committed)
+        self.reporter.verdict(min(now, verdict.at), attempt.index, verdict_outcome(verdict), verdict.phase,
+                              attempt.committed)
+
+    def _observe_gap(self, now: float, attempt: Attempt) -> None:
+        """Shadow mode: bytes arrived at ``now`` after a silence longer than the bound (the clock's
+        ``observed_gap``): the verdict enforcement would have given -- or a wall or semantic
+        deadline met before it, first -- reported (:meth:`_observe`). Enforcing, such a silence ended
+        the read: nothing to observe."""
+        if not self.shadow or attempt.observed is not None:
+            return
+        verdict = attempt.clock.observed_gap(now)
+        if verdict is not None:
+            self._observe(verdict.at, attempt, attempt.poll(verdict.at))
+            self._observe(now, attempt, verdict)
+
     def _expire(self, now: float, verdict: Terminal, exc: BaseException | None = None) -> Command:
         """A clock ran out (enforced)."""
         attempt = self._current()
-        self._emit(Verdict(self.report, attempt.index, self.since(now), verdict_outcome(verdict),
-                           verdict.phase, attempt.committed, True))
+        self.reporter.verdict(now, attempt.index, verdict_outcome(verdict), verdict.phase, attempt.committed)
         if isinstance(verdict, WallBudgetExpired):
             return self._wall_timeout(now, attempt)
         return self._failed(now, Failure(failure_kind(verdict), verdict.phase, attempt.committed), exc=exc)

@@ -25,7 +25,7 @@ from ..attempt.retry import Decision, Failure, FailureKind, GiveUp, Reject, atte
 from ..capture.recording import recording_meta
 from ..capture.timing import TimingCapture
 from ..commands import Fail
-from ..events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Heartbeats, Hook, RequestEnded
+from ..events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Heartbeats, Hook, RequestEnded, Verdict
 from ..memory.caches import CadenceMemory
 from ..outcome import AttemptOutcome, Phase, RequestReport, StopReason
 from ..wire.providers import semconv_provider
@@ -80,16 +80,22 @@ class Reporter:
     @classmethod
     def for_request(cls, provider: str, facts: RequestFacts, policy: Policy, start_time: float, hooks: tuple[Hook, ...],
                     on_hook_error: Callable[[Hook, Exception], None] | None, cadence: CadenceMemory | None,
-                    canary: Canary | None = None) -> Reporter:
-        """The reporter of a request about to start (its report's provider, streaming, wall budget,
-        shadow mode and model from the request and the policy)."""
+                    canary: Canary | None = None, *, shadow: bool = False) -> Reporter:
+        """The reporter of a request about to start (its report's provider, streaming, wall budget
+        and model from the request and the policy; ``shadow``: the engine's mode)."""
         report = RequestReport(provider=provider, streaming=facts.streaming, wall_budget=policy.wall_timeout,
-                               shadow=policy.shadow, model=facts.model,
+                               shadow=shadow, model=facts.model,
                                provider_name=semconv_provider(provider, facts.host))
         return cls(report, start_time, hooks, on_hook_error, cadence, facts.host, canary, facts.body_size)
 
     def emit(self, event: Event) -> None:
         self._emit_to(self.hooks, event)
+
+    def verdict(self, at: float, attempt: int, outcome: AttemptOutcome, phase: Phase, committed: bool) -> None:
+        """The one maker of :class:`~..events.Verdict`: a verdict on attempt ``attempt`` at ``at`` (a
+        clock that ran out, an in-band error), enforced unless the request is in shadow mode. The
+        engine's, and the attempt's for the in-band errors it finds as it reads."""
+        self.emit(Verdict(self.report, attempt, at - self.start_time, outcome, phase, committed, not self.report.shadow))
 
     def heartbeats(self, attempt: int, at: float, count: int, total: int) -> None:
         """``count`` heartbeat frames of one read of attempt ``attempt`` (``total`` in it so far),
