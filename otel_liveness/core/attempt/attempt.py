@@ -86,7 +86,6 @@ class Attempt:
         "decoder",
         "emit",
         "error",
-        "expired",
         "framer",
         "heartbeats",
         "held",
@@ -161,8 +160,6 @@ class Attempt:
         #: The socket read timeout set on the attempt's request is ours, not the caller's: a read
         #: that hits it waited out our bound (a wire-silence verdict), not the caller's.
         self.socket_timeout_ours = False
-        #: A terminal verdict a waking read ended at (``Engine.woke``), answered by ``timed_out``.
-        self.expired: Terminal | None = None
 
     # -- what the attempt is --------------------------------------------------------------------
 
@@ -327,9 +324,9 @@ class Attempt:
         """A read timed out at ``now``: the verdict it ended at -- a waking read's (``Engine.woke``),
         or at our socket timeout a terminal deadline or, when it waited the whole bound, wire
         silence -- else ``None`` (sooner than our bound: a broken read; or the caller's timeout)."""
-        expired, self.expired = self.expired, None
+        clock = self.clock
+        expired = clock.terminal  # a waking read's, recorded by the clock (Engine.woke)
         if expired is None and self.socket_timeout_ours:
-            clock = self.clock
             expired = clock.poll_terminal(now + TOLERANCE)
             if expired is None and clock.waited_bound(now):
                 expired = clock.wire_silence(now)
@@ -343,10 +340,6 @@ class Attempt:
             self.commit()
             return True
         return responded and not self.scanned
-
-    def expired_read(self, now: float, start: float) -> Terminal | None:
-        """The terminal deadline a read that started at ``start`` has passed at ``now``, if any."""
-        return self.clock.expired(now, start)
 
     def hints(self) -> tuple[float, float, float]:
         """The hints for the reads that follow (:meth:`~.clocks.AttemptClock.hints`)."""
@@ -669,14 +662,8 @@ class ShadowAttempt(Attempt):
 
     __slots__ = ()
 
-    def expired_read(self, now: float, start: float) -> Terminal | None:
-        return None
-
     def hints(self) -> tuple[float, float, float]:
         return self.clock.hints(False)
-
-    def callers_timeout(self, read_timeout: float | None) -> bool:
-        return False
 
     def judging_failed(self, exc: Exception, chunk: bytes) -> bytes | None:
         """The body could not be judged (a frame over the bound, a corrupt frame, an encoding

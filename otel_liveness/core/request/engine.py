@@ -279,6 +279,8 @@ class Engine:
         attempt = self._read_failed(now, exc)
         if not isinstance(attempt, Attempt):
             return attempt
+        if self.shadow:  # shadow mode ends no read: the timeout is the caller's or the network's
+            return self.io_error(now, IOFailure.READ, exc)
         expired = attempt.read_verdict(now)
         if expired is None and attempt.callers_timeout(self.facts.read_timeout):
             # The caller's own read timeout, shorter than our bound: the caller's verdict on the
@@ -286,7 +288,7 @@ class Engine:
             # caller bounded); the request ends as the caller ended it, the timeout raised as it came.
             self._conclude(now, AttemptOutcome.CANCELLED, "caller_timeout", StopReason.CANCELLED, "caller_timeout")
             return Reraise(exc)
-        if expired is None:  # a broken read (a truncation after content, of the timeout's class), or shadow mode
+        if expired is None:  # a broken read (a truncation after content, of the timeout's class)
             return self.io_error(now, IOFailure.READ, exc)
         return self._expire(now, expired, exc)
 
@@ -340,10 +342,8 @@ class Engine:
         attempt = self._notices(now)
         if attempt is None:
             return False
-        expired = attempt.expired_read(now + TOLERANCE, start)
-        if expired is not None:
-            attempt.expired = expired
-            return True
+        if not self.shadow and attempt.clock.expired(now + TOLERANCE, start) is not None:
+            return True  # recorded by the clock: timed_out answers it (Attempt.read_verdict)
         self._refresh_hints()
         return False
 
