@@ -75,7 +75,7 @@ print("\n".join(d for d in dev if re.split(r"[<>=!~\[ ]", d)[0] in ("pytest", "h
   fi
   if ! "$venv/bin/python" -c '
 import sys
-from otel_liveness.core import bulk, lane
+from otel_liveness.core.wire import bulk, lane
 if not (bulk.NATIVE and lane.NATIVE):
     sys.exit(f"the C extensions did not build or load: bulk.NATIVE={bulk.NATIVE}, lane.NATIVE={lane.NATIVE}")'; then
     echo "core_on_pythons: Python $version: no C extensions" >&2
