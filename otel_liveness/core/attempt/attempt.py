@@ -341,27 +341,21 @@ class Attempt:
             return True
         return responded and not self.scanned
 
-    def hints(self) -> tuple[float, float, float]:
-        """The hints for the reads that follow (:meth:`~.clocks.AttemptClock.hints`)."""
-        return self.clock.hints(True)
-
     def callers_timeout(self, read_timeout: float | None) -> bool:
         """A read that timed out, not at our socket timeout, before content, while the caller set
         a read timeout of its own: the caller's verdict on the wait, not the provider's failure."""
         return not self.committed and not self.socket_timeout_ours and read_timeout is not None
 
-    def judging_failed(self, exc: Exception, chunk: bytes) -> bytes | None:
-        """The judging of a read (``chunk``) raised ``exc``: ``None`` when the body cannot be judged
-        (a frame over the bound, a corrupt frame, an encoding that fails: the request ends as
-        malformed); any other error is a bug, raised."""
-        if isinstance(exc, (E.MalformedStream, ValueError)):
-            return None
-        raise exc
-
-    def observes(self, failure: Failure) -> Failure | None:
-        """``failure`` is only observed, not acted on: the first failure observed (:attr:`observed`,
-        what enforcement would have acted on); ``None`` -- never, the enforcing attempt acts."""
-        return None
+    def unjudged(self, chunk: bytes) -> bytes:
+        """The body cannot be judged (shadow mode, where enforcement would have ended the request as
+        malformed): it goes on to the caller as it comes from here, ``chunk`` included, unjudged
+        (raw clock only)."""
+        self.become(_UNJUDGED)
+        self.probe.clear()
+        self.probe_bytes = 0
+        self.decoder = None
+        self.commit()
+        return self.release(chunk, chunk)
 
     def notices(self, now: float) -> None:
         """Deliver the notices due at ``now`` (:meth:`notice`)."""
@@ -661,28 +655,6 @@ class ShadowAttempt(Attempt):
     failure) and reported; the caller receives the body as it comes."""
 
     __slots__ = ()
-
-    def hints(self) -> tuple[float, float, float]:
-        return self.clock.hints(False)
-
-    def judging_failed(self, exc: Exception, chunk: bytes) -> bytes | None:
-        """The body could not be judged (a frame over the bound, a corrupt frame, an encoding
-        that fails, a fault of the judging itself). Enforcement would have ended the request as
-        malformed: that is recorded; the body goes on to the caller as it comes, ``chunk``
-        included, unjudged (raw clock only)."""
-        if self.observed is None:
-            self.observed = Failure(FailureKind.MALFORMED, self.clock.phase, self.committed)
-        self.become(_UNJUDGED)
-        self.probe.clear()
-        self.probe_bytes = 0
-        self.decoder = None
-        self.commit()
-        return self.release(chunk, chunk)
-
-    def observes(self, failure: Failure) -> Failure | None:
-        if self.observed is None:
-            self.observed = failure
-        return self.observed
 
     def read_as(self, content_type: str, encoding: str | None, profile: ProviderProfile) -> bool:
         if super().read_as(content_type, encoding, profile) and self.mode is _PROBING:

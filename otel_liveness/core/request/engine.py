@@ -364,13 +364,19 @@ class Engine:
         :meth:`~.attempt.Attempt.end_of_body`): the bytes to release. A body that cannot be
         judged (a frame over the bound, a corrupt frame, an encoding that fails) ends the request
         as malformed; any other error of the judging is a bug, raised. Shadow mode never kills:
-        the body goes on unjudged from here, ``unjudged`` (the read's chunk) released as it came
-        (:meth:`~.attempt.Attempt.judging_failed`)."""
+        the malformed body it would have been is observed, and the body goes on unjudged from
+        here, ``unjudged`` (the read's chunk) released as it came (:meth:`~.attempt.Attempt.unjudged`)
+        -- whatever the judging raised, a fault of the judging itself included."""
         try:
             return judge(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001  (judging_failed raises what is not the body's fault)
-            release = attempt.judging_failed(exc, unjudged)
-            return self._malformed(now, exc) if release is None else release
+        except Exception as exc:
+            if self.shadow:
+                if attempt.observed is None:
+                    attempt.observed = Failure(FailureKind.MALFORMED, attempt.clock.phase, attempt.committed)
+                return attempt.unjudged(unjudged)
+            if isinstance(exc, (E.MalformedStream, ValueError)):
+                return self._malformed(now, exc)
+            raise
 
     def _cancelled(self, now: float, error_type: str, cause: str, *, whole: bool) -> None:
         """What :meth:`closed` and :meth:`abandoned` do: end the live attempt and the request as
@@ -452,7 +458,7 @@ class Engine:
         if attempt is None or attempt.ended:
             self.wake_hint, self.stop_hint, self.raw_hint = NO_HINTS
         else:
-            self.wake_hint, self.stop_hint, self.raw_hint = attempt.hints()
+            self.wake_hint, self.stop_hint, self.raw_hint = attempt.clock.hints(not self.shadow)
 
     # -- decisions ------------------------------------------------------------------------------
 
@@ -492,8 +498,10 @@ class Engine:
         came, and what would have happened is reported; otherwise the retry policy decides.
         ``at_eof``: the body has ended."""
         attempt = self._current()
-        observed = attempt.observes(failure)
-        if observed is not None:
+        if self.shadow:
+            observed = attempt.observed
+            if observed is None:
+                observed = attempt.observed = failure
             self._conclude_failure(now, observed)  # the first failure: what enforcement would have acted on
             if status_response:
                 return self._respond(passthrough=True)
