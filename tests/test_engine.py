@@ -1223,9 +1223,9 @@ def test_no_module_writes_a_clocks_fields() -> None:
 #: The writers of an attempt's two states (core/attempt/modes.py) and of any ``committed`` field.
 _STATE_WRITERS = {
     ("core/attempt/attempt.py", "Attempt.__init__", "self.mode"),  # the initial values
-    ("core/attempt/attempt.py", "Attempt.__init__", "self.release_state"),
+    ("core/attempt/ledger.py", "Ledger.__init__", "self.release_state"),
     ("core/attempt/attempt.py", "Attempt.become", "self.mode"),  # the one mover of the body mode
-    ("core/attempt/attempt.py", "Attempt._released_as", "self.release_state"),  # of the release state (commit, finish)
+    ("core/attempt/ledger.py", "Ledger._move", "self.release_state"),  # of the release state (commit, finish)
     ("core/errors.py", "WallTimeout.__init__", "self.committed"),  # the error's own field
     ("core/request/report.py", "Reporter._finish_record", "record.committed"),  # the attempt's record, at its end
 }
@@ -1264,7 +1264,7 @@ def _state_writes(source: str, name: str) -> list[tuple[str, str, str]]:
 
 def test_only_become_and_commit_or_finish_move_an_attempts_states() -> None:
     """An attempt's body mode is moved by ``Attempt.become`` only, its release state (content
-    released, the reply whole) by ``commit()`` and ``finish()`` through ``_released_as`` only: no
+    released, the reply whole) by ``commit()`` and ``finish()`` through ``Ledger._move`` only: no
     other module, nor another method of Attempt, writes them or a ``committed``/``done`` flag."""
     import pathlib
 
@@ -1471,23 +1471,24 @@ def test_every_attempt_move_is_in_its_table_and_every_move_of_the_tables_is_made
     only: each move is one of BODY_MODES / RELEASES (else IllegalInput), and the recipes make
     every move the tables list -- the tables say no more than the code does."""
     from otel_liveness.core.attempt.attempt import Attempt
+    from otel_liveness.core.attempt.ledger import Ledger
     from otel_liveness.core.attempt.modes import BODY_MODES, RELEASES
 
     moves: set[tuple[str, str]] = set()
-    become, released_as = Attempt.become, Attempt._released_as
+    become, released_as = Attempt.become, Ledger._move
 
     def record_mode(self: Attempt, mode: Any) -> None:
         before = self.mode
         become(self, mode)
         moves.add((before, self.mode))
 
-    def record_release(self: Attempt, release: Any) -> None:
+    def record_release(self: Ledger, release: Any) -> None:
         before = self.release_state
         released_as(self, release)
         moves.add((before, self.release_state))
 
     monkeypatch.setattr(Attempt, "become", record_mode)
-    monkeypatch.setattr(Attempt, "_released_as", record_release)
+    monkeypatch.setattr(Ledger, "_move", record_release)
     for name, steps, policy, streaming, fault in ATTEMPT_RECIPES:
         with monkeypatch.context() as patch:
             if fault is not None:
@@ -1509,7 +1510,7 @@ def test_a_move_outside_an_attempts_tables_is_a_typed_error_that_changes_nothing
     assert attempt is not None and attempt.mode is BodyMode.SCANNED
     attempt.finish(Completion.END_FRAME)
     attempt.commit()
-    assert (attempt.release_state.value, attempt.committed, attempt.done) == ("done", True, True)
+    assert (attempt.ledger.release_state.value, attempt.committed, attempt.done) == ("done", True, True)
     attempt.become(BodyMode.UNJUDGED)
     for mode in (BodyMode.SCANNED, BodyMode.PROBING, BodyMode.OPAQUE):
         with pytest.raises(E.IllegalInput) as info:

@@ -837,8 +837,8 @@ def _books(e: Any, events: list[Any]) -> dict[str, Any]:
     attempt = e.attempt
     clock = {name: getattr(attempt.clock, name) for name in AttemptClock.__slots__}
     beats = [(ev.at, ev.count, ev.total) for ev in events if isinstance(ev, otel_liveness.Heartbeats)]
-    return {"clock": clock, "released": attempt.released, "prefix": b"".join(attempt.prefix),
-            "prefix_room": attempt.prefix_room, "beats": beats, "events": [type(ev).__name__ for ev in events]}
+    return {"clock": clock, "released": attempt.ledger.released, "prefix": b"".join(attempt.ledger.prefix),
+            "prefix_room": attempt.ledger.room, "beats": beats, "events": [type(ev).__name__ for ev in events]}
 
 
 @pytest.mark.parametrize("impl", ["native", "python"])

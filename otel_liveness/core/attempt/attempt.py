@@ -44,7 +44,8 @@ from ..wire.framing import Framer, SSEFramer, framer_for
 from ..wire.lane import LaneLike
 from ..wire.providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
 from .clocks import TOLERANCE, AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
-from .modes import BODY_MODES, RELEASES, BodyMode, ReleaseState
+from .ledger import Ledger
+from .modes import BODY_MODES, BodyMode
 from .retry import Failure, FailureKind, Retry
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt", "ShadowAttempt"]
@@ -56,10 +57,6 @@ _ERROR = FrameKind.ERROR
 _SSE = "text/event-stream"
 _EVENTSTREAM = "application/vnd.amazon.eventstream"
 _SCANNED, _PROBING, _OPAQUE, _UNJUDGED = BodyMode.SCANNED, BodyMode.PROBING, BodyMode.OPAQUE, BodyMode.UNJUDGED
-_UNRELEASED, _WHOLE, _COMMITTED, _DONE = ReleaseState.UNRELEASED, ReleaseState.WHOLE, ReleaseState.COMMITTED, ReleaseState.DONE
-#: ``commit`` and ``finish``: the release state each moves to from each (else it stays).
-_ON_COMMIT = {_UNRELEASED: _COMMITTED, _WHOLE: _DONE}
-_ON_FINISH = {_UNRELEASED: _WHOLE, _COMMITTED: _DONE}
 #: Held bytes (before content) replayed byte for byte; past this, held heartbeats are dropped.
 HOLD_VERBATIM_BYTES = 16 * 1024
 #: A 2xx JSON body on a streaming request is held up to this size to tell an error object from a
@@ -82,7 +79,6 @@ class Attempt:
     __slots__ = (
         "capture",
         "clock",
-        "completion",
         "decoder",
         "emit",
         "error",
@@ -94,16 +90,13 @@ class Attempt:
         "index",
         "inject",
         "lane",
+        "ledger",
         "mode",
         "observed",
         "policy",
-        "prefix",
-        "prefix_room",
         "probe",
         "probe_bytes",
         "record",
-        "release_state",
-        "released",
         "report",
         "request_start",
         "shaped",
@@ -137,18 +130,14 @@ class Attempt:
         self.held: list[bytes] = []
         self.held_decoded: list[bytes] = []
         self.held_bytes = 0
-        #: What was released (:class:`~.state.ReleaseState`; moved by :meth:`commit` and :meth:`finish` only).
-        self.release_state = _UNRELEASED
-        self.completion: Completion | None = None
-        self.prefix: list[bytes] = []  # released bytes (references), up to max_prefix_bytes
-        self.prefix_room = policy.max_prefix_bytes
-        self.released = 0
+        #: What was released (:class:`~.ledger.Ledger`: its state moved by :meth:`commit` and :meth:`finish`).
+        self.ledger = Ledger(policy.max_prefix_bytes)
         #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`), or the
         #: timing reduction the policy canary judges (``Policy.candidates``).
         self.capture: list[tuple[float, CaptureItem]] | None = (
             new_capture(policy, profile.name) if policy.capture_dir or policy.candidates else None)
         self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
-        self.lane: LaneLike = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.prefix)
+        self.lane: LaneLike = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.ledger.prefix)
         self.attach_lane()
         self.error: Failure | None = None  # an in-band error frame arrived
         #: A 2xx JSON body on a streaming request, kept until it is
@@ -175,14 +164,14 @@ class Attempt:
 
     @property
     def committed(self) -> bool:
-        """Content was released to the caller: a failure is a truncation (:attr:`release_state`)."""
-        return self.release_state is _COMMITTED or self.release_state is _DONE
+        """Content was released to the caller: a failure is a truncation (:attr:`ledger`)."""
+        return self.ledger.committed
 
     @property
     def done(self) -> bool:
         """The reply is whole: an end frame arrived, or the reply's stop reason at a close or the
-        body's end, or the end of a body whose end is the reply's (:attr:`release_state`)."""
-        return self.release_state is _WHOLE or self.release_state is _DONE
+        body's end, or the end of a body whose end is the reply's (:attr:`ledger`)."""
+        return self.ledger.done
 
     def become(self, mode: BodyMode) -> None:
         """Read the body as ``mode`` from now on: a move of :data:`~.state.BODY_MODES`, else
@@ -191,12 +180,6 @@ class Attempt:
             if mode not in BODY_MODES[self.mode]:
                 raise E.IllegalInput(f"(a body mode move to {mode.value})", self.mode.value)
             self.mode = mode
-
-    def _released_as(self, release: ReleaseState) -> None:
-        if release is not self.release_state:
-            if release not in RELEASES[self.release_state]:  # (the maps above keep to the table: never taken)
-                raise E.IllegalInput(f"(a release move to {release.value})", self.release_state.value)
-            self.release_state = release
 
     def set_framer(self, framer: Framer) -> None:
         """The response's framer (the steady lane admits reads through an SSE framer's scanner)."""
@@ -215,7 +198,7 @@ class Attempt:
     def retained(self) -> int:
         """Bytes this attempt keeps for the caller: the released prefix, what is held, and the
         framer's frame in progress and journal."""
-        return sum(map(len, self.prefix)) + self.held_bytes + self.probe_bytes + self.framer.retained
+        return self.ledger.retained + self.held_bytes + self.probe_bytes + self.framer.retained
 
     def finished_reply(self) -> bool:
         """The wire carried the reply's stop reason (Anthropic ``message_delta.stop_reason``, an
@@ -233,8 +216,7 @@ class Attempt:
     def finish(self, completion: Completion) -> None:
         """The reply is whole (``completion`` says how that was known): UNRELEASED -> WHOLE,
         COMMITTED -> DONE."""
-        self._released_as(_ON_FINISH.get(self.release_state, self.release_state))
-        self.completion = completion
+        self.ledger.finish(completion)
 
     def absorb_lane(self) -> None:
         """The one hand-over of the steady lane's counts: whichever road stepped the lane (a
@@ -251,8 +233,7 @@ class Attempt:
             clock = self.clock
             total = clock.heartbeats
             clock.steady_reads(nbytes, last, max_gap, frames, beats, lane.since, semantic, max_semantic_gap)
-            self.released += nbytes
-            self.prefix_room = room
+            self.ledger.steady(nbytes, room)
             for now, count in beats:
                 total += count
                 self._heartbeats(now, count, total)
@@ -279,7 +260,7 @@ class Attempt:
         ):
             clock = self.clock
             horizon, step, wall = clock.steady()
-            self.lane.open(horizon, step, wall, clock.last_raw, self.prefix_room, clock.heartbeats_since_semantic)
+            self.lane.open(horizon, step, wall, clock.last_raw, self.ledger.room, clock.heartbeats_since_semantic)
         else:
             self.lane.close()
 
@@ -488,26 +469,18 @@ class Attempt:
 
     # -- releasing ------------------------------------------------------------------------------
 
-    def keep(self, data: bytes) -> None:
-        """Count ``data`` as released and keep it in the prefix while room lasts."""
-        if self.prefix_room > 0 and data:
-            kept = data[: self.prefix_room]
-            self.prefix.append(kept)
-            self.prefix_room -= len(kept)
-
     def release(self, data: bytes, decoded: bytes) -> bytes:
         """``data`` goes to the caller; the prefix keeps ``decoded`` (the same bytes unless the
         response is content-encoded)."""
-        self.released += len(data)
-        self.keep(decoded if self.decoder is not None else data)
+        self.ledger.count(len(data), decoded if self.decoder is not None else data)
         return data
 
     def commit(self) -> None:
         """Content goes to the caller from now on: failures are truncations (UNRELEASED -> COMMITTED,
-        WHOLE -> DONE). With :meth:`finish`, the only mover of :attr:`release_state` (``tests/
+        WHOLE -> DONE). With :meth:`finish`, the only mover of the ledger's state (``tests/
         test_engine.py`` checks it): a stream's first content, an opaque body's first read, a
         probed JSON body told a reply, a body left unjudged."""
-        self._released_as(_ON_COMMIT.get(self.release_state, self.release_state))
+        self.ledger.commit()
         self.framer.hold(False)  # (a body that is not held never turned the framer's hold on)
 
     def take_held(self) -> bytes:

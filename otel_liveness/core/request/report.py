@@ -186,7 +186,7 @@ class Reporter:
         record.heartbeats = clock.heartbeats
         record.frames = clock.frames
         record.bytes_received = clock.bytes
-        record.completion = attempt.completion if outcome is AttemptOutcome.COMPLETED else None
+        record.completion = attempt.ledger.completion if outcome is AttemptOutcome.COMPLETED else None
         record.committed = attempt.committed
         facts = attempt.framer.facts
         record.response_id = facts.response_id
@@ -279,13 +279,13 @@ def truncation(attempt: Attempt, failure: Failure, attempts: int, exc: BaseExcep
     """Content was released and the stream failed: :class:`~.errors.StreamTruncated`, with the
     released count, the raw head kept and the decoded partial message."""
     cause = failure.cause
-    prefix = b"".join(attempt.prefix)
+    prefix = b"".join(attempt.ledger.prefix)
     return Fail(
         E.StreamTruncated,
         cause.split(":")[0],
-        (f"stream truncated after {attempt.released} bytes of content; cause: {cause}",),
+        (f"stream truncated after {attempt.ledger.released} bytes of content; cause: {cause}",),
         {"prefix": prefix, "cause": cause, "partial": attempt.framer.partial(prefix), "attempts": attempts,
-         "error_type": failure.error_type, "released": attempt.released},
+         "error_type": failure.error_type, "released": attempt.ledger.released},
         exc,
     )
 
@@ -299,7 +299,7 @@ def wall_timeout(budget: float, attempt: Attempt | None, attempts: int) -> Fail:
         (f"wall-clock budget of {budget:g}s expired" + (" after content was released" if committed
                                                            else " before any content"),),
         {"budget": budget, "attempts": attempts, "committed": committed,
-         "prefix": b"".join(attempt.prefix) if attempt is not None else b""},
+         "prefix": b"".join(attempt.ledger.prefix) if attempt is not None else b""},
     )
 
 
