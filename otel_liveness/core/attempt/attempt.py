@@ -42,8 +42,9 @@ from ..policy import Policy
 from ..wire.encoding import Decoder, UnsupportedEncoding, decoder_for
 from ..wire.framing import Framer, SSEFramer, framer_for
 from ..wire.lane import LaneLike
-from ..wire.providers import PREFIX, ProviderProfile, json_error_shaped, json_error_type, request_id
+from ..wire.providers import PREFIX, ProviderProfile, json_error_type, request_id
 from .clocks import TOLERANCE, AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
+from .hold import Hold, Probe
 from .ledger import Ledger
 from .modes import BODY_MODES, BodyMode
 from .retry import Failure, FailureKind, Retry
@@ -84,9 +85,7 @@ class Attempt:
         "error",
         "framer",
         "heartbeats",
-        "held",
-        "held_bytes",
-        "held_decoded",
+        "hold",
         "index",
         "inject",
         "lane",
@@ -95,11 +94,9 @@ class Attempt:
         "observed",
         "policy",
         "probe",
-        "probe_bytes",
         "record",
         "report",
         "request_start",
-        "shaped",
         "socket_timeout_ours",
         "verdict",
     )
@@ -127,9 +124,7 @@ class Attempt:
         #: How the body is read (:class:`~.state.BodyMode`; moved by :meth:`become` only).
         self.mode = _SCANNED if streaming else _OPAQUE
         self.decoder: Decoder | None = None
-        self.held: list[bytes] = []
-        self.held_decoded: list[bytes] = []
-        self.held_bytes = 0
+        self.hold = Hold()  # before content: held
         #: What was released (:class:`~.ledger.Ledger`: its state moved by :meth:`commit` and :meth:`finish`).
         self.ledger = Ledger(policy.max_prefix_bytes)
         #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`), or the
@@ -142,9 +137,7 @@ class Attempt:
         self.error: Failure | None = None  # an in-band error frame arrived
         #: A 2xx JSON body on a streaming request, kept until it is
         #: whole or past JSON_PROBE_BYTES: an error object is an in-band provider error.
-        self.probe: list[bytes] = []
-        self.probe_bytes = 0
-        self.shaped: bool | None = None  # the probed body's first key: an error's (True), a reply's (False)
+        self.probe = Probe()
         self.observed: Failure | None = None  # shadow mode: what would have ended the attempt
         #: The socket read timeout set on the attempt's request is ours, not the caller's: a read
         #: that hits it waited out our bound (a wire-silence verdict), not the caller's.
@@ -198,7 +191,7 @@ class Attempt:
     def retained(self) -> int:
         """Bytes this attempt keeps for the caller: the released prefix, what is held, and the
         framer's frame in progress and journal."""
-        return self.ledger.retained + self.held_bytes + self.probe_bytes + self.framer.retained
+        return self.ledger.retained + self.hold.size + self.probe.size + self.framer.retained
 
     def finished_reply(self) -> bool:
         """The wire carried the reply's stop reason (Anthropic ``message_delta.stop_reason``, an
@@ -332,8 +325,7 @@ class Attempt:
         malformed): it goes on to the caller as it comes from here, ``chunk`` included, unjudged
         (raw clock only)."""
         self.become(_UNJUDGED)
-        self.probe.clear()
-        self.probe_bytes = 0
+        self.probe.drain()
         self.decoder = None
         self.commit()
         return self.release(chunk, chunk)
@@ -484,22 +476,14 @@ class Attempt:
         self.framer.hold(False)  # (a body that is not held never turned the framer's hold on)
 
     def take_held(self) -> bytes:
-        held = b"".join(self.held)
-        self.held.clear()
-        self.held_bytes = 0
-        return held
-
-    def take_held_decoded(self) -> bytes:
-        if self.decoder is None:
-            return b""
-        held = b"".join(self.held_decoded)
-        self.held_decoded.clear()
-        return held
+        """What is held, taken (the engine releases it as it came when a failure is not retried)."""
+        return self.hold.drain()[0]
 
     def release_held(self, chunk: bytes, data: bytes) -> bytes:
         """The first content: commit, and release what was held followed by ``chunk``."""
         self.commit()
-        return self.release(self.take_held() + chunk, self.take_held_decoded() + data)
+        held, decoded = self.hold.drain()
+        return self.release(held + chunk, decoded + data)
 
     def hold_or_release(self, chunk: bytes, data: bytes) -> bytes:
         """A read with no content of its own: held before content, released after it. Raises
@@ -507,22 +491,14 @@ class Attempt:
         ``Policy.max_frame_bytes``."""
         if self.committed:
             return self.release(chunk, data)
-        self.held.append(chunk)
-        if self.decoder is not None:
-            self.held_decoded.append(data)
-        self.held_bytes += len(chunk)
-        if self.held_bytes > HOLD_VERBATIM_BYTES:
+        hold = self.hold
+        hold.add(chunk, data if self.decoder is not None else None)
+        if hold.size > HOLD_VERBATIM_BYTES:
             replay = self.framer.replay()  # the held frames that are not heartbeats (None: verbatim)
             if replay is not None:
-                self.held = replay
-                self.held_bytes = sum(map(len, replay))
-        self._check_held()
+                hold.replace(replay)
+        hold.check(self.policy.max_frame_bytes)
         return b""
-
-    def _check_held(self) -> None:
-        limit = self.policy.max_frame_bytes
-        if self.held_bytes > limit:
-            raise E.MalformedStream(f"{self.held_bytes} bytes arrived before any content (bound {limit})")
 
     def opaque_read(self, chunk: bytes) -> bytes:
         """A read of a body that is not judged as a stream: probed, or released as it arrives."""
@@ -539,16 +515,9 @@ class Attempt:
         error-shaped body is kept until whole (:meth:`probed` judges it at the end), or past
         :data:`JSON_PROBE_BYTES` released as the reply it then is."""
         probe = self.probe
-        probe.append(chunk)
-        self.probe_bytes += len(chunk)
-        shaped = self.shaped
-        if shaped is None:
-            shaped = self.shaped = json_error_shaped(b"".join(probe)[:512])
-        if shaped is False or self.probe_bytes > JSON_PROBE_BYTES:
+        if probe.add(chunk) is False or probe.size > JSON_PROBE_BYTES:
             self.become(_OPAQUE)
-            body = b"".join(probe)
-            probe.clear()
-            self.probe_bytes = 0
+            body = probe.drain()
             self.commit()
             return self.probe_release(body, chunk)
         return self.probe_keep(chunk)
@@ -566,9 +535,7 @@ class Attempt:
         engine judges it as the in-band provider error it is), else ``(None, the bytes to
         release now)``."""
         self.become(_OPAQUE)
-        body = b"".join(self.probe)
-        self.probe.clear()
-        self.probe_bytes = 0
+        body = self.probe.drain()
         error_type = json_error_type(body)
         if error_type is not None:
             return error_type, b""
@@ -614,8 +581,7 @@ class Attempt:
         failure, _ = self.error_failure(kinds)
         self.error = failure
         if not failure.committed:
-            self.held.append(chunk)
-            self.held_bytes += len(chunk)
+            self.hold.add(chunk)
             return failure, b""
         if not self.committed:
             return failure, self.release_held(chunk, data)
@@ -638,12 +604,13 @@ class ShadowAttempt(Attempt):
         """Counted before content, never held: a count past the bound is the malformed stream
         enforcement would have met."""
         if not self.committed:
-            self.held_bytes += len(chunk)
-            if self.held_bytes > HOLD_VERBATIM_BYTES:
+            hold = self.hold
+            hold.count(len(chunk))
+            if hold.size > HOLD_VERBATIM_BYTES:
                 replay = self.framer.replay()
                 if replay is not None:
-                    self.held_bytes = sum(map(len, replay))
-            self._check_held()
+                    hold.replace(replay, kept=False)
+            hold.check(self.policy.max_frame_bytes)
         return self.release(chunk, data)
 
     def probe_release(self, body: bytes, chunk: bytes) -> bytes:
