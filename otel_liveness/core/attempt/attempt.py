@@ -32,7 +32,7 @@ message, decoded from the framer's journal of the whole reply.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from .. import errors as E
 from ..capture.timing import new_capture
@@ -49,7 +49,7 @@ from .ledger import Ledger
 from .modes import BODY_MODES, BodyMode
 from .retry import Failure, FailureKind, Retry
 
-__all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt", "ShadowAttempt"]
+__all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt", "Reports", "ShadowAttempt"]
 
 _HEARTBEAT = FrameKind.HEARTBEAT
 _SEMANTIC = FrameKind.SEMANTIC
@@ -65,26 +65,35 @@ HOLD_VERBATIM_BYTES = 16 * 1024
 JSON_PROBE_BYTES = 64 * 1024
 
 
+class Reports(Protocol):
+    """What an attempt reports through: the request's ``Reporter`` (``request/report.py``)."""
+
+    report: RequestReport
+    start_time: float
+
+    def emit(self, event: Event) -> None: ...
+
+    def heartbeats(self, attempt: int, at: float, count: int, total: int) -> None: ...
+
+    def verdict(self, at: float, attempt: int, outcome: AttemptOutcome, phase: Phase, committed: bool) -> None: ...
+
+
 class Attempt:
     """One provider attempt's books (engine-private: the engine is its only writer).
 
     The enforcing strategy (shadow mode's is :class:`ShadowAttempt`). ``lane_class`` the steady lane's class the
     engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
-    references in :attr:`prefix`. ``report``, ``emit`` and ``request_start`` are the request's
-    report, its hooks and its start: a read's in-band error frame is emitted here
-    (:class:`~.events.Verdict`) as it is found, and so are the attempt's notices, a probed error
-    object's verdict and its retry; a read's heartbeats go to ``heartbeats`` (the Reporter's: a
-    :class:`~.events.Heartbeats` for the hooks that take them).
+    references in the ledger's prefix. ``reporter`` is the request's (:class:`Reports`): a read's
+    in-band error frame is reported through it as it is found (its verdict), and so are the
+    attempt's notices, a probed error object's verdict, its retry and a read's heartbeats.
     """
 
     __slots__ = (
         "capture",
         "clock",
         "decoder",
-        "emit",
         "error",
         "framer",
-        "heartbeats",
         "hold",
         "index",
         "inject",
@@ -95,27 +104,17 @@ class Attempt:
         "policy",
         "probe",
         "record",
-        "report",
-        "request_start",
+        "reporter",
         "socket_timeout_ours",
-        "verdict",
     )
 
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
                  *, streaming: bool, lane_class: Callable[..., Any],
-                 report: RequestReport, emit: Callable[[Event], None], request_start: float,
-                 heartbeats: Callable[[int, float, int, int], None],
-                 verdict: Callable[[float, int, AttemptOutcome, Phase, bool], None]) -> None:
+                 reporter: Reports) -> None:
         self.index = index
-        # The request's report and its hooks (the Reporter's emit: no reference back to the engine,
-        # so that an engine and its attempts are freed by reference counting, without a cycle).
-        self.report = report
-        self.emit = emit
-        #: The Reporter's ``heartbeats``: a read's Heartbeats, for the hooks that take them.
-        self.heartbeats = heartbeats
-        #: The Reporter's ``verdict``, the one maker of verdicts: an in-band error's, as it is found.
-        self.verdict = verdict
-        self.request_start = request_start
+        # The request's reporter (no reference back to the engine, so that an engine and its
+        # attempts are freed by reference counting, without a cycle).
+        self.reporter = reporter
         self.record = AttemptRecord(index=index, started=started)
         self.record.first_byte_bound = clock.first_byte_bound
         self.clock = clock
@@ -233,7 +232,8 @@ class Attempt:
 
     def _heartbeats(self, now: float, count: int, total: int) -> None:
         """``count`` heartbeats of a read at ``now`` (``total`` of the attempt's so far): announced."""
-        self.heartbeats(self.index, now - self.request_start, count, total)
+        reporter = self.reporter
+        reporter.heartbeats(self.index, now - reporter.start_time, count, total)
 
     def arm_lane(self) -> None:
         """Open the steady lane for the reads that follow while the attempt is a live stream
@@ -342,7 +342,8 @@ class Attempt:
         record.notices += 1
         if item.kind is NoticeKind.PREFILL:
             record.prefill_notices += 1
-        self.emit(SemanticNotice(self.report, self.index, item.at - self.request_start, item.number,
+        reporter = self.reporter
+        reporter.emit(SemanticNotice(reporter.report, self.index, item.at - reporter.start_time, item.number,
                                  item.semantic_idle, item.raw_idle, item.heartbeats_since_semantic, item.phase,
                                  item.kind))
 
@@ -353,7 +354,8 @@ class Attempt:
         record.retry_delay = decision.delay
         record.retry_reason = decision.reason
         record.delay_source = decision.source
-        self.emit(RetryScheduled(self.report, self.index, now - self.request_start, decision.delay, decision.reason,
+        reporter = self.reporter
+        reporter.emit(RetryScheduled(reporter.report, self.index, now - reporter.start_time, decision.delay, decision.reason,
                                  decision.source, decision.rate_limited))
 
     # -- reading --------------------------------------------------------------------------------
@@ -453,7 +455,7 @@ class Attempt:
             # An error frame of the reply -- not one after its end frame (a server's trailing frames,
             # which the SDKs never read: they stop at the end frame).
             failure, release = self.error_frame(chunk, data, kinds)
-            self.verdict(now, self.index, AttemptOutcome.PROVIDER_ERROR, failure.phase, failure.committed)
+            self.reporter.verdict(now, self.index, AttemptOutcome.PROVIDER_ERROR, failure.phase, failure.committed)
             return release
         if not self.committed and (_SEMANTIC in kinds or _END in kinds):
             return self.release_held(chunk, data)
@@ -558,7 +560,7 @@ class Attempt:
         """The probed JSON body is an error object (:meth:`probed`): the in-band provider error it
         is (retried before content per the table, typed when exhausted); its verdict emitted."""
         phase = self.clock.phase
-        self.verdict(now, self.index, AttemptOutcome.PROVIDER_ERROR, phase, False)
+        self.reporter.verdict(now, self.index, AttemptOutcome.PROVIDER_ERROR, phase, False)
         return Failure(FailureKind.ERROR_EVENT, phase, False, status=self.record.status, error_type=error_type)
 
     # -- an in-band error frame -----------------------------------------------------------------

@@ -431,9 +431,7 @@ class Engine:
                                          body_size=facts.body_size, learned=learned,
                                          wall_deadline=self.wall_deadline)
         attempt = self.attempt_class(len(self.report.attempts), now - self.start_time, clock, policy, self.profile,
-                                     streaming=streaming, lane_class=Lane, report=self.report,
-                                     emit=self._emit, request_start=self.start_time,
-                                     heartbeats=self.reporter.heartbeats, verdict=self.reporter.verdict)
+                                     streaming=streaming, lane_class=Lane, reporter=self.reporter)
         self.attempt = attempt
         self.report.attempts.append(attempt.record)
         self._first = []
