@@ -95,8 +95,6 @@ class Attempt:
         "error",
         "framer",
         "hold",
-        "index",
-        "inject",
         "lane",
         "ledger",
         "mode",
@@ -111,7 +109,6 @@ class Attempt:
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
                  *, streaming: bool, lane_class: Callable[..., Any],
                  reporter: Reports) -> None:
-        self.index = index
         # The request's reporter (no reference back to the engine, so that an engine and its
         # attempts are freed by reference counting, without a cycle).
         self.reporter = reporter
@@ -130,7 +127,6 @@ class Attempt:
         #: timing reduction the policy canary judges (``Policy.candidates``).
         self.capture: list[tuple[float, CaptureItem]] | None = (
             new_capture(policy, profile.name) if policy.capture_dir or policy.candidates else None)
-        self.inject: dict[str, str] = {}  # headers hooks add to this attempt's request
         self.lane: LaneLike = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.ledger.prefix)
         self.attach_lane()
         self.error: Failure | None = None  # an in-band error frame arrived
@@ -143,6 +139,11 @@ class Attempt:
         self.socket_timeout_ours = False
 
     # -- what the attempt is --------------------------------------------------------------------
+
+    @property
+    def index(self) -> int:
+        """The attempt's number in its request, from 0 (its record's)."""
+        return self.record.index
 
     @property
     def scanned(self) -> bool:

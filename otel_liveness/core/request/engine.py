@@ -435,12 +435,13 @@ class Engine:
         self.attempt = attempt
         self.report.attempts.append(attempt.record)
         self._first = []
-        self._emit(AttemptStarted(self.report, attempt.index, self.since(now), attempt.inject))
+        inject: dict[str, str] = {}  # headers the hooks add to this attempt's request
+        self._emit(AttemptStarted(self.report, attempt.index, self.since(now), inject))
         clock.request_sent(now)
         self._refresh_hints()
         # Shadow mode sets no socket read timeout of its own: it never ends a read.
         timeout = None if self.shadow else attempt.socket_timeout(now, self.facts.read_timeout)
-        return Send(timeout, dict(attempt.inject))
+        return Send(timeout, dict(inject))
 
     # -- clocks ---------------------------------------------------------------------------------
 
