@@ -1,17 +1,19 @@
 """One provider attempt: what it holds, what it released, and how it reads its body.
 
-The engine (:mod:`.engine`) decides; an :class:`Attempt` keeps the books of one attempt under
-those decisions -- the clock, the framer, the hold buffer, the released count and prefix, the
-flight recorder's capture -- and answers, for each read, which bytes go to the caller now.
+The engine (:mod:`..request.engine`) decides; an :class:`Attempt` keeps the books of one attempt
+under those decisions -- the clock, the framer, what it holds back (:mod:`.hold`), what it
+released (:mod:`.ledger`), the flight recorder's capture -- and answers, for each read, which
+bytes go to the caller now.
 
 Holding rule ("one attempt visible"): before the first semantic frame, every byte of a streaming
 attempt is held; the read that carries the first semantic (or end) frame releases the held bytes
-and itself, in order (:meth:`Attempt.commit`, :meth:`Attempt.take_held`). From then on each read
-is released as it arrives (:meth:`Attempt.hold_or_release`), except the bytes from an in-band
-error frame onwards, which become a truncation instead (:meth:`Attempt.error_frame`). Held heartbeats carry nothing for the
-caller: past :data:`HOLD_VERBATIM_BYTES` of held bytes (an SSE body, not content-encoded), the
-held bytes are replaced by the frames that are not heartbeats plus the frame in progress, so that
-what is released at the first content stays small however long a peer flooded comments or pings.
+and itself, in order (:meth:`Attempt.commit`, :meth:`Attempt.take_held`). From then on each read is
+released as it arrives (:meth:`Attempt.hold_or_release`); an in-band error frame before content is
+held with the rest, and after content released as the provider's answer
+(:meth:`Attempt.error_frame`). Held heartbeats carry nothing for the caller: past
+:data:`HOLD_VERBATIM_BYTES` of held bytes (an SSE body, not content-encoded), the held bytes are
+replaced by the frames that are not heartbeats plus the frame in progress, so that what is released
+at the first content stays small however long a peer flooded comments or pings.
 
 A 2xx JSON body on a streaming request is *probed* (:meth:`Attempt.probe_read`): held until its
 first key tells an error object from a reply.
@@ -24,8 +26,8 @@ only counted, so that a hold past the bound is reported as the malformed stream 
 been; a probed JSON body is released as it comes) and never ends a read (no terminal deadline,
 no hints but the notices'). The enforcing attempt's methods carry no shadow branch.
 
-What a truncation carries: ``released`` (exact), the raw head of the released bytes up to
-``Policy.max_prefix_bytes`` (:meth:`Attempt.keep`), and on the Anthropic wires the partial
+What a truncation carries: the ledger's ``released`` (exact) and ``prefix`` (the raw head of the
+released bytes up to ``Policy.max_prefix_bytes``), and on the Anthropic wires the partial
 message, decoded from the framer's journal of the whole reply.
 """
 
