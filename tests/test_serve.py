@@ -43,10 +43,18 @@ def first_line(proc: subprocess.Popen[str], within: float = 30.0) -> str:
     return proc.stdout.readline().strip()
 
 
+def _as_in_a_terminal() -> None:
+    # The server as a terminal's foreground command has it: SIGINT handled (Ctrl-C). A shell
+    # without job control starts a background command ("make test &") with SIGINT ignored, every
+    # process below inherits that, and Python then raises no KeyboardInterrupt -- a trait of how
+    # the suite was started, not of the server.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def serve(*args: str) -> Iterator[Server]:
     proc = subprocess.Popen([sys.executable, "-m", "otel_liveness", "serve", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+                            stderr=subprocess.PIPE, text=True, env=os.environ.copy(), preexec_fn=_as_in_a_terminal)
     try:
         yield Server(proc, first_line(proc))
     finally:
