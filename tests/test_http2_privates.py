@@ -267,7 +267,7 @@ def test_the_adapter_leaves_a_pool_it_cannot_rebuild_as_it_was(core: ModuleType)
         def __init__(self, pool: Any) -> None:
             self._pool = pool
 
-    def rebuild(*args: Any) -> Any:
+    def rebuild(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("nothing is rebuilt")
 
     opened = core.ConnectionPool()

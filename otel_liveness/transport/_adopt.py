@@ -95,9 +95,9 @@ def settings_of(pool: Any) -> tuple[Any, dict[str, Any]] | None:
     return core, found
 
 
-def adopt(inner: Any, rebuild: Callable[[Any, type, dict[str, Any]], Any], rebuilt: type) -> bool:
+def adopt(inner: Any, rebuild: Callable[..., Any], rebuilt: type) -> bool:
     """Give ``inner`` (a transport the caller built) a pool rebuilt from its own:
-    ``rebuild(core, the pool's class, its settings)`` builds it. Answers whether ``inner``'s pool
+    ``rebuild(core, the pool's class, **its settings)`` builds it. Answers whether ``inner``'s pool
     is one of ours now (already ``rebuilt``, or rebuilt here); False leaves ``inner`` as it was."""
     pool = getattr(inner, TRANSPORT_POOL, None)
     if isinstance(pool, rebuilt):
@@ -106,7 +106,7 @@ def adopt(inner: Any, rebuild: Callable[[Any, type, dict[str, Any]], Any], rebui
     if found is None:
         return False
     core, settings = found
-    setattr(inner, TRANSPORT_POOL, rebuild(core, type(pool), settings))
+    setattr(inner, TRANSPORT_POOL, rebuild(core, type(pool), **settings))
     return True
 
 

@@ -129,8 +129,8 @@ def liveness_in(transport: object) -> TransportBase | None:
 
 def seat(transport: Any, make: Any, is_async: bool) -> bool:
     """Seat a liveness transport in ``transport`` (a transport of either family, of the kind
-    ``is_async`` says), so ``transport`` stays the object it was -- its class, its connection
-    pool, its proxy, what the client and the SDK above read of it: ``make(inner, is_async)``
+    ``is_async`` says), so ``transport`` stays the object it was -- its class, its proxy, what
+    the client and the SDK above read of it: ``make(inner, is_async)``
     builds the liveness transport over a copy of ``transport`` (the same pool -- rebuilt to wake,
     then named by both -- handler and configuration), and its ``handle_request`` (``handle_async_request``) takes the place of the
     transport's own on that object. What wraps the class's method (an HTTP client instrumentation)

@@ -119,7 +119,7 @@ class Attempt:
         self.clock = clock
         self.policy = policy
         self.framer: Framer = SSEFramer(profile, policy.max_frame_bytes, policy.max_partial_bytes)
-        #: How the body is read (:class:`~.state.BodyMode`; moved by :meth:`become` only).
+        #: How the body is read (:class:`~.modes.BodyMode`; moved by :meth:`become` only).
         self.mode = _SCANNED if streaming else _OPAQUE
         self.decoder: Decoder | None = None
         self.hold = Hold()  # before content: held
@@ -169,7 +169,7 @@ class Attempt:
         return self.ledger.done
 
     def become(self, mode: BodyMode) -> None:
-        """Read the body as ``mode`` from now on: a move of :data:`~.state.BODY_MODES`, else
+        """Read the body as ``mode`` from now on: a move of :data:`~.modes.BODY_MODES`, else
         :class:`~.errors.IllegalInput`. The only writer of :attr:`mode` after ``__init__``."""
         if mode is not self.mode:
             if mode not in BODY_MODES[self.mode]:
@@ -496,14 +496,19 @@ class Attempt:
         ``Policy.max_frame_bytes``."""
         if self.committed:
             return self.release(chunk, data)
-        hold = self.hold
-        hold.add(chunk, data if self.decoder is not None else None)
-        if hold.size > HOLD_VERBATIM_BYTES:
-            replay = self.framer.replay()  # the held frames that are not heartbeats (None: verbatim)
-            if replay is not None:
-                hold.replace(replay)
-        hold.check(self.policy.max_frame_bytes)
+        self.hold.add(chunk, data if self.decoder is not None else None)
+        self._bound_hold(kept=True)
         return b""
+
+    def _bound_hold(self, *, kept: bool) -> None:
+        """Past :data:`HOLD_VERBATIM_BYTES`, what is held (``kept`` False: only counted) becomes the
+        held frames that are not heartbeats; :class:`~.errors.MalformedStream` past the frame bound."""
+        hold = self.hold
+        if hold.size > HOLD_VERBATIM_BYTES:
+            replay = self.framer.replay()  # (None: verbatim)
+            if replay is not None:
+                hold.replace(replay, kept=kept)
+        hold.check(self.policy.max_frame_bytes)
 
     def opaque_read(self, chunk: bytes) -> bytes:
         """A read of a body that is not judged as a stream: probed, or released as it arrives."""
@@ -609,13 +614,8 @@ class ShadowAttempt(Attempt):
         """Counted before content, never held: a count past the bound is the malformed stream
         enforcement would have met."""
         if not self.committed:
-            hold = self.hold
-            hold.count(len(chunk))
-            if hold.size > HOLD_VERBATIM_BYTES:
-                replay = self.framer.replay()
-                if replay is not None:
-                    hold.replace(replay, kept=False)
-            hold.check(self.policy.max_frame_bytes)
+            self.hold.count(len(chunk))
+            self._bound_hold(kept=False)
         return self.release(chunk, data)
 
     def probe_release(self, body: bytes, chunk: bytes) -> bytes:

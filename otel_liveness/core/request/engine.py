@@ -19,8 +19,9 @@ in which state (else :class:`~.errors.IllegalInput`) and which state may follow 
 decides; its parts keep the books (``docs/architecture.md`` maps them): :mod:`.attempt` one
 attempt's, :mod:`.clocks` every bound and verdict and when a waiting read wakes, :mod:`.retry`
 which failures are retried, when, and within the host's budget, :mod:`.report` the ending
-sequence and the typed errors. Shadow mode is chosen once, at the request's start (no retry
-budget, no exhausted-call cache) and as each attempt's strategy (:class:`~.attempt.ShadowAttempt`).
+sequence and the typed errors. Shadow mode is read once, at the request's start (no retry
+budget, no exhausted-call cache): where a failure is decided it is observed and reported, never
+acted on, and each attempt reads its body as :class:`~.attempt.ShadowAttempt` does.
 
 Liveness is judged on the wire: bytes count as progress the moment they are read, so a caller
 that paused between reads is never mistaken for a dead provider; wire silence is a verdict only
@@ -57,9 +58,9 @@ from ..memory.budget import HostBudget, RetryBudgets
 from ..memory.caches import CadenceMemory, ExhaustedCache
 from ..outcome import AttemptOutcome, StopReason
 from ..policy import Policy
-from ..request import report as R
 from ..wire.lane import Lane, LaneLike
 from ..wire.providers import profile_for, response_profile, semconv_provider
+from . import report as R
 from .facts import RequestFacts
 from .state import TRANSITIONS, IOFailure, State, input_method
 

@@ -219,11 +219,7 @@ def install_wakeups(inner: Any) -> bool:
     caller's pool object is not altered. Answers whether the pool now wakes; a pool that cannot
     be rebuilt (another class, a mock, connections already opened) is judged plainly: its
     deadlines are the socket timeout's, and notices arrive with the next read."""
-    return adopt(inner, _rebuilt, AsyncH2Pool)
-
-
-def _rebuilt(core: Any, pool_class: type, settings: dict[str, Any]) -> Any:
-    return new_pool(core, pool_class, **settings)
+    return adopt(inner, new_pool, AsyncH2Pool)
 
 
 _H2_POOLS: dict[type, type] = {}
