@@ -28,7 +28,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # Re-install when the dependency list or a C extension changes (the install compiles them).
-BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/wire/*.c otel_liveness/core/wire/*.h otel_liveness/transport/*.c)
+BUILD_INPUTS := pyproject.toml setup.py $(wildcard otel_liveness/core/wire/*.c otel_liveness/core/wire/*.h)
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
 .PHONY: bench-outage peer install demo-install demo tune-demo check test-pythons test test-pure test-under-load mutate sanitize lint bench bench-fleet fleet-overload clean system-deps collector store preview dashboards

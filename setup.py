@@ -1,14 +1,11 @@
-"""Build configuration beyond pyproject.toml: the optional C steady lane, bulk scanner and sync reader.
+"""Build configuration beyond pyproject.toml: the optional C steady lane and bulk scanner.
 
 ``otel_liveness/core/wire/_lane.c`` is the per-read hot path of a live stream in C;
 ``otel_liveness/core/wire/_bulk.c`` scans and classifies reads that carry many events. Both are pure
-(no clock, no I/O: ``tests/test_core_purity.py``). ``otel_liveness/transport/_reader.c`` is the
-sync driver's loop over a body's steady reads (it reads the clock and the body's iterator, and
-steps the C lane through its capsule, ``otel_liveness/core/wire/lane_api.h``). All are optional:
+(no clock, no I/O: ``tests/test_core_purity.py``). Both are optional:
 without a compiler the install still succeeds and ``otel_liveness.core.wire.lane`` and
 ``otel_liveness.core.wire.bulk`` fall back to their pure-Python reference implementations (their
-``NATIVE`` says which is in use; ``OTEL_LIVENESS_PURE=1`` selects the references at run time),
-and a sync body runs its own loop in Python (``SyncBackend.steady_reader`` is None).
+``NATIVE`` says which is in use; ``OTEL_LIVENESS_PURE=1`` selects the references at run time).
 """
 
 import os
@@ -65,7 +62,7 @@ setup(
         Extension(
             "otel_liveness.core.wire._lane",
             ["otel_liveness/core/wire/_lane.c"],
-            depends=["otel_liveness/core/wire/bulk_api.h", "otel_liveness/core/wire/lane_api.h"],
+            depends=["otel_liveness/core/wire/bulk_api.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
@@ -73,13 +70,6 @@ setup(
             "otel_liveness.core.wire._bulk",
             ["otel_liveness/core/wire/_bulk.c"],
             depends=["otel_liveness/core/wire/bulk_api.h", "otel_liveness/core/wire/_journal.h"],
-            optional=True,
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "otel_liveness.transport._reader",
-            ["otel_liveness/transport/_reader.c"],
-            depends=["otel_liveness/core/wire/lane_api.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

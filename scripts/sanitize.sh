@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The C extensions (otel_liveness/core/wire/_bulk.c, _lane.c, otel_liveness/transport/_reader.c) under
+# The C extensions (otel_liveness/core/wire/_bulk.c, _lane.c) under
 # AddressSanitizer and UndefinedBehaviorSanitizer: `make sanitize`.
 #
 #   scripts/sanitize.sh PYTHON
@@ -11,7 +11,7 @@
 # 2. Copies the package, the tests and the fuzz harness next to them (a fresh copy every run, so
 #    the Python side is always the current one) and runs, in that copy, with the sanitizer runtime
 #    preloaded into the interpreter:
-#      - the C-vs-reference property tests (tests/test_bulk.py, tests/test_lane.py, tests/test_reader.py, tests/test_sse.py,
+#      - the C-vs-reference property tests (tests/test_bulk.py, tests/test_lane.py, tests/test_sse.py,
 #        tests/test_members.py)
 #        and the engine's and the retained-bytes tests (tests/test_engine.py, tests/test_retained.py:
 #        the scanner's hold, journal and retract as the engine drives them);
@@ -48,7 +48,7 @@ fi
 INCLUDE=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 SUFFIX=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 # package/module: the extensions, each built from otel_liveness/<package>/<module>.c
-EXTS="core/wire/_bulk core/wire/_lane transport/_reader"
+EXTS="core/wire/_bulk core/wire/_lane"
 HASH=$( { for ext in $EXTS; do cat "$ROOT/otel_liveness/$ext.c"; done; cat "$ROOT"/otel_liveness/core/wire/*.h; echo "$FLAGS";
           "$CC" --version | head -1; "$PYTHON" -VV; } | sha256sum | cut -c1-16)
 BASE=${SANITIZE_DIR:-$ROOT/build/sanitize}
@@ -100,17 +100,15 @@ status=0
 run "$PYTHON" -c "
 import sys
 from otel_liveness.core.wire import _bulk, _lane, bulk, lane
-from otel_liveness.transport import _reader
-from otel_liveness.transport._backends import SyncBackend
-for m in (_bulk, _lane, _reader):
+for m in (_bulk, _lane):
     assert m.__file__.startswith(sys.argv[1]), m.__file__
     assert b'__asan_' in open(m.__file__, 'rb').read(), m.__file__ + ' is not instrumented'
-assert bulk.NATIVE and lane.NATIVE and SyncBackend.steady_reader is _reader.Reader
-print('sanitize: importing', _bulk.__file__, _lane.__file__, 'and', _reader.__file__)
+assert bulk.NATIVE and lane.NATIVE
+print('sanitize: importing', _bulk.__file__, 'and', _lane.__file__)
 " "$TREE/" || status=1
 if [ $status -eq 0 ]; then
   echo "sanitize: the C-vs-reference property tests, the engine's tests"
-  run "$PYTHON" -m pytest -q -p no:cacheprovider -x tests/test_bulk.py tests/test_lane.py tests/test_reader.py tests/test_sse.py tests/test_members.py \
+  run "$PYTHON" -m pytest -q -p no:cacheprovider -x tests/test_bulk.py tests/test_lane.py tests/test_sse.py tests/test_members.py \
     tests/test_engine.py tests/test_retained.py ${SANITIZE_PYTEST_ARGS:-} || status=1
 fi
 if [ $status -eq 0 ]; then

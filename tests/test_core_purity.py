@@ -1,6 +1,6 @@
 """The pure core imports neither httpx, opentelemetry nor a clock: its Python (the imports of
 ``core/**/*.py``) and its C (what ``core/wire/*.c`` and ``*.h`` include and call: no clock, no I/O,
-no threads, no iterator driven -- that is the transport's, e.g. ``transport/_reader.c``)."""
+no threads, no iterator driven -- that is the transport's)."""
 
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ def test_core_c_sources_read_no_clock_do_no_io_and_start_no_thread() -> None:
     assert {"_lane.c", "_bulk.c"} <= {path.name for path in files}
     found = [line for path in files for line in c_impurities(path, defines=_c_defines())]
     assert not found, ("the core's C must be pure (a clock, I/O, threads and an iterator's reads are the "
-                       "transport's, e.g. otel_liveness/transport/_reader.c):\n  " + "\n  ".join(found))
+                       "transport's):\n  " + "\n  ".join(found))
 
 
 @pytest.mark.parametrize(("snippet", "expected"), [

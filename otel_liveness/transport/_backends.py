@@ -15,28 +15,10 @@ __all__ = ["ENGINE_EXTENSION", "AsyncBackend", "SyncBackend"]
 ENGINE_EXTENSION = "otel_liveness.engine"
 
 
-def _native_reader() -> tuple[Any, Any]:
-    """The sync reader in C (``_reader.Reader``, this layer's: it reads the clock and the body's
-    iterator) and the lane class it steps, where both are built and the core uses the C lane (not
-    ``OTEL_LIVENESS_PURE=1``): ``(None, None)`` otherwise -- the body's own loop."""
-    from ..core.wire import lane
-    if not lane.NATIVE:  # OTEL_LIVENESS_PURE=1, or no compiler at install time
-        return None, None
-    try:
-        from ._reader import Reader
-    except ImportError:  # not built (no compiler), or built against another C lane (lane_api.h)
-        return None, None
-    return Reader, lane.Lane
-
-
 class AsyncBackend:
     """asyncio and trio, through anyio."""
 
     now = staticmethod(time.monotonic)  # the builtin itself: it is called on every read
-    #: A reader that makes a body's steady reads itself (``_reader.Reader``: sync only, an async
-    #: body awaits each read), and the lane class it drives; None: the body's own loop.
-    steady_reader: Any = None
-    steady_lane: Any = None
 
     @staticmethod
     async def sleep(seconds: float) -> None:
@@ -121,7 +103,6 @@ class SyncBackend:
     """Blocking I/O in the caller's thread: nothing polls, no thread is started."""
 
     now = staticmethod(time.monotonic)
-    steady_reader, steady_lane = _native_reader()
 
     @staticmethod
     def sleep(seconds: float) -> None:

@@ -214,8 +214,8 @@ class Attempt:
         self.ledger.finish(completion)
 
     def absorb_lane(self) -> None:
-        """The one hand-over of the steady lane's counts: whichever road stepped the lane (a
-        driver's ``step``, the transport's C reader), its reads since the last call -- the lane's
+        """The one hand-over of the steady lane's counts: the reads the driver's body loop
+        stepped through the lane since the last call -- the lane's
         :meth:`~.lane.LaneLike.take` and :meth:`~.lane.LaneLike.take_beats` -- applied to the clock
         (:meth:`~.clocks.AttemptClock.steady_reads`), the released count and the prefix room, and
         their heartbeats announced, one :class:`~.events.Heartbeats` a read with its time, as the

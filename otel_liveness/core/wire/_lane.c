@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "bulk_api.h"
-#include "lane_api.h"
 
 /* The bulk scanner's C API (_bulk.c's capsule), looked up at the first attach; NULL when _bulk is
  * not built or is another version: every scanner is then called through its bound admit(). */
@@ -456,15 +455,6 @@ static PyTypeObject LaneType = {
     .tp_members = Lane_members,
 };
 
-/* Lane.step() for lane_api.h: the lane checked, then stepped -- no Python call, no boxed result. */
-static int
-lane_api_step(PyObject *lane, PyObject *chunk, double now)
-{
-    if (check_lane((Lane *)lane) < 0)
-        return -1;
-    return lane_step((Lane *)lane, chunk, now);
-}
-
 static struct PyModuleDef lanemodule = {
     PyModuleDef_HEAD_INIT,
     .m_name = "otel_liveness.core.wire._lane",
@@ -483,14 +473,6 @@ PyInit__lane(void)
     Py_INCREF(&LaneType);
     if (PyModule_AddObject(m, "Lane", (PyObject *)&LaneType) < 0) {
         Py_DECREF(&LaneType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    /* for the transport's reader (transport/_reader.c): step() called from C (see lane_api.h) */
-    static LaneAPI api = {LANE_API_VERSION, &LaneType, lane_api_step};
-    PyObject *capsule = PyCapsule_New(&api, LANE_API_CAPSULE, NULL);
-    if (capsule == NULL || PyModule_AddObject(m, "_C_API", capsule) < 0) {
-        Py_XDECREF(capsule);
         Py_DECREF(m);
         return NULL;
     }

@@ -1,6 +1,5 @@
 """Type stub of the C steady lane (``_lane.c``): ``lane.LaneLike``, the interface ``lane.PyLane``
-provides too. (The sync driver's reader, which steps it from C, is the transport's:
-``otel_liveness.transport._reader``.)"""
+provides too."""
 
 from typing import Any
 

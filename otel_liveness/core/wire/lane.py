@@ -47,7 +47,7 @@ class LaneLike(Protocol):
 
     The counts of admitted reads are kept here, in the lane, and handed over by :meth:`take` and
     :meth:`take_beats` alone -- to :meth:`.attempt.Attempt.absorb_lane`, whichever road stepped the
-    lane (a driver's ``step``, or the transport's C reader through ``lane_api.h``)."""
+    lane (a driver's ``step``)."""
 
     def __init__(self, keys: tuple[bytes, ...], prefix: int, max_frame: int, keep: list[bytes]) -> None:
         """Admit whole frames whose first ``prefix`` bytes are one of ``keys``, within ``max_frame``

@@ -19,10 +19,6 @@ from .network import AsyncWakingStream, unwatch
 
 __all__ = ["AsyncLivenessStream", "AsyncPassThrough", "AsyncResumingStream"]
 
-#: What a body yields to hand its steady reads to the backend's reader (never released).
-_STEADY: Any = object()
-
-
 class AsyncPassThrough:
     """The body of a response the engine does not judge (a final error response, a redirect)."""
 
@@ -58,24 +54,16 @@ class AsyncLivenessStream:
             self._network.watch = engine
 
     def __aiter__(self) -> AsyncIterator[bytes]:
-        # The steady reads in C where the backend has a reader (sync, with the C lane): the body
-        # below judges every other read, and no Python frame runs for a steady one.
-        reader = AsyncBackend.steady_reader
-        if reader is not None and self._then is READ and type(self._engine.lane) is AsyncBackend.steady_lane:
-            iterator = self._iterator if self._iterator is not None else self._inner.stream.__aiter__()
-            body = self._body(iterator, True)
-            out: AsyncIterator[bytes] = reader(self._engine.lane, iterator, AsyncBackend.now, body, _STEADY)
-            return out
-        return self._body(self._iterator, False)
+        return self._body()
 
-    async def _body(self, iterator: Any, steady: bool) -> AsyncIterator[bytes]:
-        """The released bytes. With ``steady`` a reader (``AsyncBackend.steady_reader``) iterates
-        this body: while it has yielded :data:`_STEADY` the reader makes the reads the lane admits
-        and sends in the first one it does not, as ``(now, chunk)``, or ``None`` at the end (an
-        exception of the read is thrown in there); otherwise the same loop runs here."""
+    async def _body(self) -> AsyncIterator[bytes]:
+        """The released bytes: the one loop that reads this body. A read the steady lane admits
+        (``engine.lane.step``: content or pings with nothing due) is released as it came; every
+        other read is the engine's to judge (``received``, ``eof``, or an I/O failure)."""
         engine = self._engine
         clock = AsyncBackend.now
         command: Any = self._then
+        iterator = self._iterator
         try:
             if self._first:
                 first, self._first = self._first, b""
@@ -86,33 +74,26 @@ class AsyncLivenessStream:
             if command is READ:
                 if iterator is None:
                     iterator = self._inner.stream.__aiter__()
-                # The steady lane (core.lane): a read holding one content frame with nothing due is
-                # counted there and released as is; every other read is the engine's to judge.
                 step = engine.lane.step
                 while command is READ:
                     try:
-                        if steady:
-                            taken: Any = yield _STEADY
-                            command = engine.eof(clock()) if taken is None else engine.received(taken[0], taken[1])
-                            taken = None  # (not kept through the steady reads that follow)
+                        async for chunk in iterator:
+                            now = clock()
+                            if step(chunk, now):
+                                yield chunk
+                                continue
+                            command = engine.received(now, chunk)
+                            if type(command) is bytes:
+                                if command:
+                                    yield command
+                                command = READ
+                                continue
+                            break
                         else:
-                            async for chunk in iterator:
-                                now = clock()
-                                if step(chunk, now):
-                                    yield chunk
-                                    continue
-                                command = engine.received(now, chunk)
-                                if type(command) is bytes:
-                                    if command:
-                                        yield command
-                                    command = READ
-                                    continue
-                                break
-                            else:
-                                command = engine.eof(clock())
+                            command = engine.eof(clock())
                     except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
                         command = io_failed(self._family, engine, clock(), exc)
-                    if type(command) is bytes:  # (a read the reader sent in: what it released)
+                    if type(command) is bytes:  # (eof's answer: what it released)
                         if command:
                             yield command
                         command = READ
