@@ -209,13 +209,14 @@ class TransportBase:
         hook = found[1]
         return _NO_CONTEXT if hook is None else hook.send_context()
 
-    def _response(self, request: Any, engine: Engine, inner: Any, iterator: Any, respond: Respond) -> Any:
+    def _response(self, request: Any, engine: Engine, inner: Any, body: Any, respond: Respond) -> Any:
         """The response the caller sees: the attempt's status and headers, the outcome report in
-        ``extensions["liveness"]`` and, as body, the engine-judged stream (or the inner body)."""
+        ``extensions["liveness"]`` and, as body, the engine-judged stream (over ``body``, the pump
+        begun while the engine held the body, if any) or the inner body."""
         if respond.passthrough:
             stream = self._passthrough_cls(inner)
         else:
-            stream = self._stream_cls(self._family, request, engine, inner, iterator, respond)
+            stream = self._stream_cls(self._family, request, engine, inner, body, respond)
         if engine.facts.resumable and not respond.passthrough and not engine.shadow \
                 and engine.profile.name == "openai-responses" and RESUME_EXTENSION not in request.extensions:
             stream = self._resuming_cls(self, request, stream, engine.published, engine)

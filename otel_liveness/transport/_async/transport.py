@@ -23,6 +23,7 @@ from .._base import TransportBase, error_for, header_dict, io_failed
 from .._family import Family
 from .http2 import install_wakeups, new_pool
 from .network import unwatch
+from .stream import pump
 
 __all__ = ["AsyncLivenessMixin", "AsyncPoolTransport"]
 
@@ -57,12 +58,12 @@ class AsyncLivenessMixin(TransportBase):
             return await self._inner.handle_async_request(request)  # not a generation: untouched
         command: Any = engine.start(clock())
         self._answered_from_memory(engine)
-        response = iterator = None
+        response = body = None
         try:
             while True:
                 if type(command) is Send:
-                    await _discard(response, engine)
-                    response = iterator = None
+                    await _discard(response, body, engine)
+                    response = body = None
                     try:
                         with self._send_context():
                             response = await self._inner.handle_async_request(
@@ -72,28 +73,21 @@ class AsyncLivenessMixin(TransportBase):
                         continue
                     headers = header_dict(response.headers)
                     command = engine.headers(clock(), response.status_code, headers)
-                elif command is READ:
+                elif command is READ:  # the engine holds the body: its pump reads until it answers
                     assert response is not None  # READ comes after the headers
-                    if iterator is None:
-                        iterator = response.stream.__aiter__()
-                    try:
-                        chunk = await iterator.__anext__()
-                    except StopAsyncIteration:
-                        command = engine.eof(clock())
-                    except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
-                        command = io_failed(self._family, engine, clock(), exc)
-                    else:
-                        command = engine.received(clock(), chunk)
+                    if body is None:
+                        body = pump(self._family, request, engine, response, READ)
+                    command = await body.__anext__()
                 elif type(command) is Sleep:
-                    await _discard(response, engine)
-                    response = iterator = None
+                    await _discard(response, body, engine)
+                    response = body = None
                     await backend.sleep(command.seconds)
                     command = engine.slept(clock())
                 elif type(command) is Respond:
                     assert response is not None  # Respond comes after the headers
                     if command.passthrough:  # the body as it comes, unjudged: its reads wake for no one
                         unwatch(response.extensions.get("network_stream"), engine)
-                    result = self._response(request, engine, response, iterator, command)
+                    result = self._response(request, engine, response, body, command)
                     if response.is_closed:
                         # The inner transport gave a body it had read whole (a response made from
                         # bytes, a mock, a middleware's): ours is read whole too, as it would be.
@@ -103,13 +97,17 @@ class AsyncLivenessMixin(TransportBase):
                     raise error_for(self._family, request, command, engine.published)
         except BaseException as exc:
             engine.abandoned(clock(), exc)  # nothing if the engine ended it (a Fail it answered)
-            await _discard(response, engine)
+            await _discard(response, body, engine)
             raise
 
 
-async def _discard(response: Any, engine: Any) -> None:
+async def _discard(response: Any, body: Any, engine: Any) -> None:
+    """Drop an attempt's response before the caller had it: its pump (left at the command it
+    yielded, which owns nothing yet) and its body, whose connection goes back to the pool."""
+    if body is not None:
+        await body.aclose()
     if response is not None:
-        unwatch(response.extensions.get("network_stream"), engine)  # its connection goes back to the pool
+        unwatch(response.extensions.get("network_stream"), engine)
         with AsyncBackend.shield():
             await response.aclose()
 

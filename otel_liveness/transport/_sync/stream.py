@@ -36,17 +36,15 @@ class SyncPassThrough:
 
 class SyncLivenessStream:
     """The body the caller reads: released bytes of the one visible attempt, with the clocks
-    still running; the engine ends the attempt (and the request) when it ends."""
+    still running; the engine ends the attempt (and the request) when it ends. Its reads are the
+    body's :func:`pump`, begun by the request loop while the engine held the body, or here when
+    the engine answered at the headers."""
 
-    def __init__(self, family: Family, request: Any, engine: Engine, inner: Any, iterator: Any,
+    def __init__(self, family: Family, request: Any, engine: Engine, inner: Any, body: Any,
                  respond: Respond) -> None:
-        self._family = family
-        self._request = request
         self._engine = engine
         self._inner = inner
-        self._iterator = iterator
-        self._first = respond.first
-        self._then = respond.then
+        self._body: Iterator[bytes] = body if body is not None else pump(family, request, engine, inner, respond)
         self._closed = False
         # The connection's reads wake for this engine's notices while the caller reads the body.
         network = inner.extensions.get("network_stream")
@@ -55,75 +53,91 @@ class SyncLivenessStream:
             self._network.watch = engine
 
     def __iter__(self) -> Iterator[bytes]:
-        return self._body()
-
-    def _body(self) -> Iterator[bytes]:
-        """The released bytes: the one loop that reads this body. A read the steady lane admits
-        (``engine.lane.step``: content or pings with nothing due) is released as it came; every
-        other read is the engine's to judge (``received``, ``eof``, or an I/O failure)."""
-        engine = self._engine
-        clock = SyncBackend.now
-        command: Any = self._then
-        iterator = self._iterator
-        try:
-            if self._first:
-                first, self._first = self._first, b""
-                yield first
-                # not kept in this frame for the stream's life: it can be a whole read (up to
-                # httpcore's 64 KiB), outside what the engine retains and bounds
-                del first
-            if command is READ:
-                if iterator is None:
-                    iterator = self._inner.stream.__iter__()
-                step = engine.lane.step
-                while command is READ:
-                    try:
-                        for chunk in iterator:
-                            now = clock()
-                            if step(chunk, now):
-                                yield chunk
-                                continue
-                            command = engine.received(now, chunk)
-                            if type(command) is bytes:
-                                if command:
-                                    yield command
-                                command = READ
-                                continue
-                            break
-                        else:
-                            command = engine.eof(clock())
-                    except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
-                        command = io_failed(self._family, engine, clock(), exc)
-                    if type(command) is bytes:  # (eof's answer: what it released)
-                        if command:
-                            yield command
-                        command = READ
-                    elif type(command) is Release:
-                        if command.data:
-                            yield command.data
-                        command = command.then
-            if command is not COMPLETE:
-                raise error_for(self._family, self._request, command, engine.published)
-        except BaseException as exc:
-            engine.abandoned(clock(), exc)
-            raise
-        finally:
-            self._unwatch()
-            with SyncBackend.shield():
-                self._inner.close()
-
-    def _unwatch(self) -> None:
-        network, self._network = self._network, None
-        unwatch(network, self._engine)
+        return self._body
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._unwatch()
+        unwatch(self._network, self._engine)
+        self._network = None
         self._engine.closed(SyncBackend.now())
         with SyncBackend.shield():
             self._inner.close()
+
+
+def pump(family: Family, request: Any, engine: Engine, inner: Any, command: Any) -> Iterator[Any]:
+    """The one loop that reads a judged body, in both phases, and does what the engine answers.
+
+    Begun at ``READ`` by the request loop (``transport.py``) while the engine holds the body: it
+    yields the first command that is not ``READ`` -- :class:`Respond`, or a retry's ``Send`` or
+    ``Sleep``, or a failure -- to that loop, which hands the response over with this generator as
+    its body (the caller's reads resume it there) or drops it. Begun at a :class:`Respond` (the
+    engine answered at the headers), it is the body from its start. From the response on it
+    yields only bytes to release: a read the steady lane admits (``engine.lane.step``: content or
+    pings with nothing due) as it came, every other read as the engine judges it (``received``,
+    ``eof``, or an I/O failure); at the end it returns (complete) or raises the engine's failure,
+    and the inner body is closed."""
+    clock = SyncBackend.now
+    step = engine.lane.step
+    released = type(command) is Respond  # the response is the caller's: the cleanup below is ours
+    iterator = None
+    try:
+        while True:
+            if command is READ:
+                if iterator is None:
+                    iterator = inner.stream.__iter__()
+                try:
+                    for chunk in iterator:
+                        now = clock()
+                        if step(chunk, now):
+                            yield chunk
+                            continue
+                        command = engine.received(now, chunk)
+                        if type(command) is bytes:
+                            if command:
+                                yield command
+                            command = READ
+                        elif command is not READ:  # (READ: held)
+                            break
+                    else:
+                        command = engine.eof(clock())
+                except Exception as exc:  # noqa: BLE001 - io_failed re-raises what is not an I/O error
+                    command = io_failed(family, engine, clock(), exc)
+            elif type(command) is bytes:  # (eof's answer: what it released)
+                if command:
+                    yield command
+                command = READ
+            elif type(command) is Release:
+                if command.data:
+                    yield command.data
+                command = command.then
+            elif type(command) is Respond:
+                if not released:
+                    released = True
+                    yield command  # the request loop's: the caller's first read resumes here
+                first, command = command.first, command.then
+                if first:
+                    yield first
+                # not kept in this frame for the stream's life: it can be a whole read (up to
+                # httpcore's 64 KiB), outside what the engine retains and bounds
+                del first
+            elif not released:
+                yield command  # a retry or a failure before the response: the request loop's
+                return
+            elif command is COMPLETE:
+                return
+            else:
+                raise error_for(family, request, command, engine.published)
+    except BaseException as exc:
+        if released:
+            engine.abandoned(clock(), exc)
+        raise
+    finally:
+        if released:
+            unwatch(inner.extensions.get("network_stream"), engine)
+            with SyncBackend.shield():
+                inner.close()
 
 
 #: Request headers a resume (a GET without a body) does not carry over from the request it resumes.
