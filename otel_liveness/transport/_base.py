@@ -20,7 +20,7 @@ from ..core.events import Event, Hook, SendsInContext
 from ..core.memory.budget import RetryBudgets
 from ..core.memory.caches import CadenceMemory, ExhaustedCache
 from ..core.policy import Policy
-from ..core.request.engine import Engine, IOFailure
+from ..core.request.engine import Engine
 from ..core.request.facts import RequestFacts
 from ..core.tuning.canary import judge_candidates
 from ..core.wire.hosts import HostMatcher
@@ -31,7 +31,7 @@ from ._family import Family
 from ._overrides import current_policy
 from ._recorder import FlightRecorder
 
-__all__ = ["BUDGETS", "TransportBase", "error_for", "header_dict", "io_failed", "log_hook_error", "policy_from_env",
+__all__ = ["BUDGETS", "TransportBase", "error_for", "header_dict", "log_hook_error", "policy_from_env",
            "retry_budget_fills", "warn_invalid_variable"]
 
 log = logging.getLogger("otel_liveness")
@@ -264,21 +264,6 @@ def _decoded(raw: list[tuple[bytes, bytes]], encoding: str) -> dict[str, str]:
         text = value.decode(encoding)
         out[name] = f"{out[name]}, {text}" if name in out else text
     return out
-
-
-def io_failed(family: Family, engine: Engine, now: float, exc: Exception) -> Command:
-    """The engine's answer to an exception of the inner transport; anything that is not the
-    HTTP library's I/O error (a host error) is re-raised as it came."""
-    module = family.module
-    if isinstance(exc, module.ReadTimeout):
-        return engine.timed_out(now, exc)
-    if isinstance(exc, (module.LocalProtocolError, module.UnsupportedProtocol)):
-        return engine.io_error(now, IOFailure.LOCAL, exc)  # the request itself: no provider saw it
-    if isinstance(exc, (module.ConnectError, module.ConnectTimeout, module.PoolTimeout)):
-        return engine.io_error(now, IOFailure.CONNECT, exc)
-    if isinstance(exc, module.TransportError):
-        return engine.io_error(now, IOFailure.READ, exc)
-    raise exc
 
 
 def error_for(family: Family, request: Any, command: Command, report: dict[str, Any] | None = None) -> BaseException:

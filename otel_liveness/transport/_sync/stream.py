@@ -8,17 +8,18 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from ...core.commands import COMPLETE, READ, Release, Respond
+from ...core.commands import COMPLETE, READ, Command, Release, Respond
 from ...core.errors import StreamTruncated, liveness_error
 from ...core.request.engine import Engine
+from ...core.request.state import IOFailure
 from ...core.wire.resume import FrameAligner, ResumeState, background_stream_id, resume_target
 from .._backends import SyncBackend
-from .._base import RESUME_EXTENSION, error_for, io_failed
+from .._base import RESUME_EXTENSION, error_for
 from .._family import Family
 from .._overrides import liveness_policy
 from .network import SyncWakingStream, unwatch
 
-__all__ = ["SyncLivenessStream", "SyncPassThrough", "SyncResumingStream"]
+__all__ = ["SyncLivenessStream", "SyncPassThrough", "SyncResumingStream", "io_failed", "pump"]
 
 class SyncPassThrough:
     """The body of a response the engine does not judge (a final error response, a redirect)."""
@@ -138,6 +139,22 @@ def pump(family: Family, request: Any, engine: Engine, inner: Any, command: Any)
             unwatch(inner.extensions.get("network_stream"), engine)
             with SyncBackend.shield():
                 inner.close()
+
+
+def io_failed(family: Family, engine: Engine, now: float, exc: Exception) -> Command:
+    """The engine's answer to an exception of the inner transport; anything that is not the
+    HTTP library's I/O error (a host error) is re-raised as it came."""
+    module = family.module
+    if isinstance(exc, module.ReadTimeout):
+        return engine.timed_out(now, exc)
+    if isinstance(exc, (module.LocalProtocolError, module.UnsupportedProtocol)):
+        return engine.io_error(now, IOFailure.LOCAL, exc)  # the request itself: no provider saw it
+    if isinstance(exc, (module.ConnectError, module.ConnectTimeout, module.PoolTimeout)):
+        return engine.io_error(now, IOFailure.CONNECT, exc)
+    if isinstance(exc, module.TransportError):
+        return engine.io_error(now, IOFailure.READ, exc)
+    raise exc
+
 
 
 #: Request headers a resume (a GET without a body) does not carry over from the request it resumes.

@@ -20,11 +20,11 @@ from typing import Any
 
 from ...core.commands import READ, Respond, Send, Sleep
 from .._backends import SyncBackend
-from .._base import TransportBase, error_for, header_dict, io_failed
+from .._base import TransportBase, error_for, header_dict
 from .._family import Family
 from .http2 import install_wakeups, new_pool
 from .network import unwatch
-from .stream import pump
+from .stream import io_failed, pump
 
 __all__ = ["SyncLivenessMixin", "SyncPoolTransport"]
 
