@@ -220,7 +220,7 @@ class Attempt:
         (:meth:`~.clocks.AttemptClock.steady_reads`), the released count and the prefix room, and
         their heartbeats announced, one :class:`~.events.Heartbeats` a read with its time, as the
         general path announces a read's (:meth:`_judge`). The engine calls it first thing in every
-        input (``state.input_method``)."""
+        input (``Engine._settle``)."""
         lane = self.lane
         if lane.reads:
             _, nbytes, last, max_gap, room, frames, semantic, max_semantic_gap = lane.take()

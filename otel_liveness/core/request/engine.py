@@ -26,7 +26,7 @@ acted on, and each attempt reads its body as :class:`~.attempt.ShadowAttempt` do
 Liveness is judged on the wire: bytes count as progress the moment they are read, so a caller
 that paused between reads is never mistaken for a dead provider; wire silence is a verdict only
 for a read that waited the whole bound. The steady lane (:mod:`.lane`) takes the per-read hot
-path of a live stream; every input applies its counts first (:func:`~.state.input_method`).
+path of a live stream; every input applies its counts first (``_settle``, which :func:`~.state.input_method` calls).
 """
 
 from __future__ import annotations
@@ -414,6 +414,13 @@ class Engine:
         return attempt
 
     # -- the attempt ----------------------------------------------------------------------------
+
+    def _settle(self) -> None:
+        """First thing in every input (``state.input_method``): the steady lane's reads since the
+        last input, handed over to the attempt (:meth:`~..attempt.attempt.Attempt.absorb_lane`)."""
+        attempt = self.attempt
+        if attempt is not None:
+            attempt.absorb_lane()
 
     def _current(self) -> Attempt:
         attempt = self.attempt

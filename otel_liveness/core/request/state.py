@@ -97,16 +97,12 @@ class IOFailure(StrEnum):
     LOCAL = "local"  # the HTTP library refused to send the request (a header value it rejects, an unknown scheme)
 
 
-class _Absorbs(Protocol):
-    def absorb_lane(self) -> None: ...
-
-
 class _Machine(Protocol):
     _lock: AbstractContextManager[object]
     state: State
 
-    @property
-    def attempt(self) -> _Absorbs | None: ...
+    def _settle(self) -> None:
+        """Bring what an input reads up to date, before it runs (the engine's to say what)."""
 
 
 M = TypeVar("M", bound=_Machine)
@@ -114,8 +110,8 @@ M = TypeVar("M", bound=_Machine)
 
 def input_method(method: Callable[Concatenate[M, P], T]) -> Callable[Concatenate[M, P], T]:
     """Mark an engine's input method and guard it with :data:`INPUTS`: legal only in the states
-    listed for it (else :class:`~.errors.IllegalInput`); the steady lane's counts are applied
-    before anything else, so no method sees stale clocks (``tests/test_engine.py`` checks every
+    listed for it (else :class:`~.errors.IllegalInput`); the machine's ``_settle`` runs before
+    anything else, so no method sees stale books (``tests/test_engine.py`` checks every
     public method has it); and it runs under the engine's lock (a caller may close a sync body
     from another thread while the reader's thread feeds it: one input at a time, so every ending
     still happens once)."""
@@ -127,9 +123,7 @@ def input_method(method: Callable[Concatenate[M, P], T]) -> Callable[Concatenate
         with self._lock:
             if self.state not in legal:
                 raise IllegalInput(name, self.state.value)
-            attempt = self.attempt
-            if attempt is not None:
-                attempt.absorb_lane()
+            self._settle()
             return method(self, *args, **kwargs)
 
     wrapper.__liveness_input__ = True  # type: ignore[attr-defined]  # a marker the engine's tests check

@@ -5,7 +5,7 @@ when the reads carry many events -- and makes nothing due on any clock. For such
 attempt needs no decision: the bytes go to the caller as they are, the clocks move forward, the
 released prefix keeps a reference. The lane does exactly that much, counting in its own fields;
 the engine applies the counts to the attempt (:meth:`.attempt.Attempt.absorb_lane`, called by
-the engine's ``state.input_method`` wrapper first thing in every input method) before anything
+the engine's ``_settle``, first thing in every input method) before anything
 else looks at it. Every other read takes the general path
 (:meth:`~otel_liveness.core.request.engine.Engine.received` and the other inputs).
 
