@@ -44,7 +44,7 @@ from ..policy import Policy
 from ..wire.encoding import Decoder, UnsupportedEncoding, decoder_for
 from ..wire.framing import Framer, SSEFramer, framer_for
 from ..wire.lane import LaneLike
-from ..wire.providers import PREFIX, ProviderProfile, json_error_type, request_id
+from ..wire.providers import ProviderProfile, json_error_type, request_id
 from .clocks import TOLERANCE, AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .hold import Hold, Probe
 from .ledger import Ledger
@@ -129,7 +129,7 @@ class Attempt:
         #: timing reduction the policy canary judges (``Policy.candidates``).
         self.capture: list[tuple[float, CaptureItem]] | None = (
             new_capture(policy, profile.name) if policy.capture_dir or policy.candidates else None)
-        self.lane: LaneLike = lane_class(profile.semantic_keys, PREFIX, policy.max_frame_bytes, self.ledger.prefix)
+        self.lane: LaneLike = lane_class(self.ledger.prefix)
         self.attach_lane()
         self.error: Failure | None = None  # an in-band error frame arrived
         #: A 2xx JSON body on a streaming request, kept until it is

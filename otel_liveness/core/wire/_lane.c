@@ -1,9 +1,9 @@
 /* The steady lane in C: the same class as otel_liveness/core/wire/lane.py's PyLane (the reference);
- * both provide exactly lane.LaneLike, and tests/test_lane.py keeps the two equal. Pure: no clock, no I/O; the caller passes the time
- * of each read. One call per read of a live stream: it must cost less than the Python it
- * replaces, and it does: a bounds check, two memchr-style scans over ~100 bytes, a memcmp per
- * semantic prefix (at most a handful), and a list append. With a bulk scanner attached
- * (_bulk.c), the scan is the scanner's admit(): one more C call, reads of many frames. */
+ * both provide exactly lane.LaneLike, and tests/test_lane.py keeps the two equal. Pure: no clock,
+ * no I/O; the caller passes the time of each read. One call per read of a live stream: the
+ * attached bulk scanner's admit() (_bulk.c, called in C through its capsule, bulk_api.h) says
+ * whether the read holds only content and heartbeat frames; the lane counts it and keeps the
+ * prefix. Without a scanner it admits nothing: the framing is the scanner's alone. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,15 +29,12 @@ typedef struct {
     double max_gap;
     double max_semantic_gap;
     Py_ssize_t room;
-    Py_ssize_t max_frame;
-    Py_ssize_t prefix;
     Py_ssize_t reads;
     Py_ssize_t frames;
     Py_ssize_t nbytes;
     Py_ssize_t heartbeats; /* heartbeat frames of the reads recorded in beats */
     Py_ssize_t since;      /* heartbeat frames after the last semantic frame read */
     PyObject *beats; /* list of (time, count): the admitted reads that held heartbeats */
-    PyObject *keys; /* tuple of bytes */
     PyObject *keep; /* list */
     PyObject *scanner; /* a bulk scanner, or NULL */
     PyObject *admit;   /* its bound admit(), or NULL */
@@ -46,13 +43,13 @@ typedef struct {
 } Lane;
 
 /* Every method checks the lane first: an object whose __init__ never ran (Lane.__new__(Lane), a
- * subclass that skips it) has no keys and no keep list; and while step() is in the scanner's
+ * subclass that skips it) has no keep list; and while step() is in the scanner's
  * admit() -- a call into Python, which may call back into the lane or let another thread in --
  * the lane is refused, not raced. */
 static int
 check_lane(Lane *self)
 {
-    if (self->keys == NULL) {
+    if (self->keep == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Lane.__init__() was not called");
         return -1;
     }
@@ -66,7 +63,6 @@ check_lane(Lane *self)
 static int
 Lane_traverse(Lane *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->keys);
     Py_VISIT(self->keep);
     Py_VISIT(self->beats);
     Py_VISIT(self->scanner);
@@ -77,7 +73,6 @@ Lane_traverse(Lane *self, visitproc visit, void *arg)
 static int
 Lane_clear(Lane *self)
 {
-    Py_CLEAR(self->keys);
     Py_CLEAR(self->keep);
     Py_CLEAR(self->beats);
     Py_CLEAR(self->scanner);
@@ -97,44 +92,22 @@ Lane_dealloc(Lane *self)
 static int
 Lane_init(Lane *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"keys", "prefix", "max_frame", "keep", NULL};
-    PyObject *keys, *keep;
-    Py_ssize_t prefix, max_frame;
+    static char *kwlist[] = {"keep", NULL};
+    PyObject *keep;
     if (self->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Lane is busy: it cannot be re-initialised during step()");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnnO!", kwlist, &keys, &prefix, &max_frame,
-                                     &PyList_Type, &keep))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &PyList_Type, &keep))
         return -1;
-    PyObject *tuple = PySequence_Tuple(keys);
-    if (tuple == NULL)
-        return -1;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++) {
-        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(tuple, i))) {
-            Py_DECREF(tuple);
-            PyErr_SetString(PyExc_TypeError, "keys must be bytes");
-            return -1;
-        }
-    }
-    if (prefix < 1 || max_frame < 0) {
-        Py_DECREF(tuple);
-        PyErr_SetString(PyExc_ValueError, "prefix must be >= 1 and max_frame >= 0");
-        return -1;
-    }
     PyObject *beats = PyList_New(0);
-    if (beats == NULL) {
-        Py_DECREF(tuple);
+    if (beats == NULL)
         return -1;
-    }
     Py_XSETREF(self->beats, beats);
     self->heartbeats = 0;
     self->since = 0;
-    Py_XSETREF(self->keys, tuple);
     Py_INCREF(keep);
     Py_XSETREF(self->keep, keep);
-    self->prefix = prefix;
-    self->max_frame = max_frame;
     self->horizon = -INFINITY;
     self->step = 0.0;
     self->wall = INFINITY;
@@ -150,27 +123,6 @@ Lane_init(Lane *self, PyObject *args, PyObject *kwds)
     Py_CLEAR(self->admit);
     self->admit_c = NULL;
     return 0;
-}
-
-/* sse.whole_frame: ends with a blank line, which is the first one; no CR; within the bound. */
-static int
-whole_frame(const char *s, Py_ssize_t n, Py_ssize_t max_frame)
-{
-    if (n < 2 || n > max_frame || s[n - 1] != '\n' || s[n - 2] != '\n')
-        return 0;
-    if (memchr(s, '\r', (size_t)n) != NULL)
-        return 0;
-    const char *p = s;
-    const char *end = s + n - 2; /* the LF that ends the last line */
-    while (p < end) {
-        const char *lf = memchr(p, '\n', (size_t)(end - p));
-        if (lf == NULL)
-            return 1;
-        if (lf[1] == '\n') /* a blank line before the end: more than one block */
-            return 0;
-        p = lf + 1;
-    }
-    return 1;
 }
 
 /* A scanner's count attribute (beats, trailing; 0 when it has none): 0, or -1 with an error set. */
@@ -201,59 +153,44 @@ lane_step(Lane *self, PyObject *chunk, double now)
         return 0;
     const char *s = PyBytes_AS_STRING(chunk);
     Py_ssize_t n = PyBytes_GET_SIZE(chunk);
-    Py_ssize_t frames = 1, beats = 0, trailing = 0;
-    if (self->admit != NULL) {
-        /* the scanner consumes the read only if it admits it; a failure below then ends the
-           stream (the error propagates), so the order does not leave a half-counted read */
-        if (self->admit_c != NULL) {
-            /* an exact _bulk.Scanner: the same call without a Python frame or a boxed result (it
-               calls no Python: a read its fast prefixes do not cover is declined) */
-            PyObject *scanner = self->scanner;
-            Py_INCREF(scanner);
-            self->busy = 1;
-            frames = self->admit_c(scanner, chunk);
-            self->busy = 0;
-            if (frames > 0)
-                bulk_api->beats(scanner, &beats, &trailing);
-            Py_DECREF(scanner);
-            if (frames == -2)
-                return -1;
-        }
-        else {
-            PyObject *admit = self->admit;
-            Py_INCREF(admit); /* held for the call, whatever it does to the lane */
-            self->busy = 1;
-            PyObject *res = PyObject_CallOneArg(admit, chunk);
-            self->busy = 0;
-            Py_DECREF(admit);
-            if (res == NULL)
-                return -1;
-            frames = PyLong_AsSsize_t(res);
-            Py_DECREF(res);
-            if (frames == -1 && PyErr_Occurred())
-                return -1;
-            if (frames > 0 && (read_count(self->scanner, "beats", &beats) < 0
-                               || read_count(self->scanner, "trailing", &trailing) < 0))
-                return -1;
-        }
-        if (frames < 0)
-            return 0;
+    Py_ssize_t frames, beats = 0, trailing = 0;
+    if (self->admit == NULL)
+        return 0; /* no scanner attached: nothing is admitted */
+    /* the scanner consumes the read only if it admits it; a failure below then ends the stream
+       (the error propagates), so the order does not leave a half-counted read */
+    if (self->admit_c != NULL) {
+        /* an exact _bulk.Scanner: the same call without a Python frame or a boxed result (it
+           calls no Python: a read its fast prefixes do not cover is declined) */
+        PyObject *scanner = self->scanner;
+        Py_INCREF(scanner);
+        self->busy = 1;
+        frames = self->admit_c(scanner, chunk);
+        self->busy = 0;
+        if (frames > 0)
+            bulk_api->beats(scanner, &beats, &trailing);
+        Py_DECREF(scanner);
+        if (frames == -2)
+            return -1;
     }
     else {
-        if (!whole_frame(s, n, self->max_frame))
-            return 0;
-        Py_ssize_t k = n < self->prefix ? n : self->prefix;
-        int match = 0;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->keys); i++) {
-            PyObject *key = PyTuple_GET_ITEM(self->keys, i);
-            if (PyBytes_GET_SIZE(key) == k && memcmp(PyBytes_AS_STRING(key), s, (size_t)k) == 0) {
-                match = 1;
-                break;
-            }
-        }
-        if (!match)
-            return 0;
+        PyObject *admit = self->admit;
+        Py_INCREF(admit); /* held for the call, whatever it does to the lane */
+        self->busy = 1;
+        PyObject *res = PyObject_CallOneArg(admit, chunk);
+        self->busy = 0;
+        Py_DECREF(admit);
+        if (res == NULL)
+            return -1;
+        frames = PyLong_AsSsize_t(res);
+        Py_DECREF(res);
+        if (frames == -1 && PyErr_Occurred())
+            return -1;
+        if (frames > 0 && (read_count(self->scanner, "beats", &beats) < 0
+                           || read_count(self->scanner, "trailing", &trailing) < 0))
+            return -1;
     }
+    if (frames < 0)
+        return 0;
     /* the heartbeats and the keep first: they are the only steps that can fail, and a failed
        step changes nothing of the lane */
     if (beats > 0) {
@@ -442,7 +379,7 @@ static PyMethodDef Lane_methods[] = {
 static PyTypeObject LaneType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "otel_liveness.core.wire._lane.Lane",
-    .tp_doc = "Lane(keys, prefix, max_frame, keep)\n--\n\nThe steady lane (C): otel_liveness.core.wire.lane.LaneLike, as PyLane.",
+    .tp_doc = "Lane(keep)\n--\n\nThe steady lane (C): otel_liveness.core.wire.lane.LaneLike, as PyLane.",
     .tp_basicsize = sizeof(Lane),
     .tp_itemsize = 0,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

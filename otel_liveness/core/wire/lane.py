@@ -9,11 +9,11 @@ the engine's ``_settle``, first thing in every input method) before anything
 else looks at it. Every other read takes the general path
 (:meth:`~otel_liveness.core.request.engine.Engine.received` and the other inputs).
 
-With a bulk scanner attached (:meth:`PyLane.attach`, :mod:`.bulk`), a read is admitted when the
-scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes is a semantic or a
-heartbeat frame by its head -- it may complete none, a network read that ended inside a frame; a
-frame in progress may stay pending); without one, only a read that is exactly one whole semantic
-frame is. The heartbeats of an admitted read (a ping inside a run of deltas, or a read of pings
+The lane reads through the attempt's bulk scanner (:meth:`PyLane.attach`, :mod:`.bulk`): a read
+is admitted when the scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes
+is a semantic or a heartbeat frame by its head -- it may complete none, a network read that ended
+inside a frame; a frame in progress may stay pending). The framing is the scanner's alone: without
+one the lane admits nothing. The heartbeats of an admitted read (a ping inside a run of deltas, or a read of pings
 alone) are recorded as ``(time, count)`` (:meth:`PyLane.take_beats`): the attempt counts and
 announces them as the general path would. A read without content -- heartbeats alone, or part of a
 frame -- moves the raw clock only: the semantic one -- the time of the last content, and with it
@@ -33,7 +33,6 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .bulk import PURE
-from .sse import whole_frame
 
 __all__ = ["NATIVE", "Lane", "LaneLike", "PyLane"]
 
@@ -49,9 +48,9 @@ class LaneLike(Protocol):
     :meth:`take_beats` alone -- to :meth:`.attempt.Attempt.absorb_lane`, whichever road stepped the
     lane (a driver's ``step``)."""
 
-    def __init__(self, keys: tuple[bytes, ...], prefix: int, max_frame: int, keep: list[bytes]) -> None:
-        """Admit whole frames whose first ``prefix`` bytes are one of ``keys``, within ``max_frame``
-        bytes; keep the admitted bytes in ``keep`` while the room lasts. Closed until opened."""
+    def __init__(self, keep: list[bytes]) -> None:
+        """Keep the admitted bytes in ``keep`` while the room lasts. Closed until opened, and
+        admits nothing until a scanner is attached."""
 
     @property
     def reads(self) -> int:
@@ -111,24 +110,19 @@ class LaneLike(Protocol):
 
 class PyLane:
     """``step(chunk, now)`` admits ``chunk`` (returns True, counts it, keeps it in ``keep`` while
-    ``room`` lasts) when ``now < horizon``, ``chunk`` is exactly one LF-framed block within
-    ``max_frame`` bytes (:func:`~otel_liveness.core.wire.sse.whole_frame`) and its first ``prefix``
-    bytes are one of ``keys`` (the profile's semantic prefixes) -- or, with a scanner attached,
-    when the scanner admits it; a read that held a semantic frame then moves the horizon to
-    ``min(now + step, wall)`` (a read of heartbeats alone leaves it). Otherwise it returns False
-    and changes nothing. A call made while ``step`` is in the scanner's
-    ``admit`` (a call back into the lane, or another thread) raises ``RuntimeError``."""
+    ``room`` lasts) when ``now < horizon`` and the attached scanner admits it; a read that held a
+    semantic frame then moves the horizon to ``min(now + step, wall)`` (a read of heartbeats
+    alone leaves it). Otherwise it returns False and changes nothing. A call made while ``step``
+    is in the scanner's ``admit`` (a call back into the lane, or another thread) raises
+    ``RuntimeError``."""
 
     __slots__ = (
         "_beats",
         "_busy",
         "_keep",
-        "_keys",
-        "_max_frame",
         "_max_gap",
         "_max_semantic_gap",
         "_nbytes",
-        "_prefix",
         "_scanner",
         "_step",
         "_wall",
@@ -142,12 +136,9 @@ class PyLane:
         "since",
     )
 
-    def __init__(self, keys: tuple[bytes, ...], prefix: int, max_frame: int, keep: list[bytes]) -> None:
+    def __init__(self, keep: list[bytes]) -> None:
         if getattr(self, "_busy", False):
             _refuse()
-        self._keys = frozenset(keys)
-        self._prefix = prefix
-        self._max_frame = max_frame
         self._keep = keep
         self.horizon = -_INF
         self._step = 0.0
@@ -196,20 +187,16 @@ class PyLane:
         if not (now < self.horizon) or type(chunk) is not bytes:
             return False
         scanner = self._scanner
-        if scanner is not None:
-            self._busy = True
-            try:
-                frames = scanner.admit(chunk)
-            finally:
-                self._busy = False
-            if frames < 0:
-                return False
-            beats, trailing = (getattr(scanner, "beats", 0), getattr(scanner, "trailing", 0)) if frames > 0 else (0, 0)
-        elif not whole_frame(chunk, self._max_frame) or chunk[: self._prefix] not in self._keys:
+        if scanner is None:
+            return False  # the framing is the scanner's alone
+        self._busy = True
+        try:
+            frames = scanner.admit(chunk)
+        finally:
+            self._busy = False
+        if frames < 0:
             return False
-        else:
-            frames = 1
-            beats = trailing = 0
+        beats, trailing = (getattr(scanner, "beats", 0), getattr(scanner, "trailing", 0)) if frames > 0 else (0, 0)
         if beats > 0:
             self._beats.append((now, beats))
         self.heartbeats += beats

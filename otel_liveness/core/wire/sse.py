@@ -368,7 +368,8 @@ def without_head_comments(block: bytes) -> bytes:
 
 def whole_frame(chunk: bytes, max_frame_bytes: int) -> bool:
     """Whether ``chunk`` is exactly one complete LF-framed block: its first blank line is its end,
-    it holds no CR and it is within the frame bound. The steady lane's test (``_lane.c`` has it
-    in C, kept equal by ``tests/test_lane.py``)."""
+    it holds no CR and it is within the frame bound. The reference scanner's shortcut for a read
+    of one frame (:meth:`.bulk.PyScanner.admit`); the C scanner reaches the same answer by its own
+    scan (``tests/test_bulk.py``)."""
     n = len(chunk)
     return 2 <= n <= max_frame_bytes and chunk.find(b"\n\n") == n - 2 and 13 not in chunk
