@@ -1319,8 +1319,8 @@ def _calls_and_reads(source: str, call: str, attr: str) -> tuple[list[str], list
 def test_verdicts_have_one_maker_and_shadow_mode_is_read_once_a_request() -> None:
     """Every :class:`Verdict` -- a clock's, an in-band error's, enforced or only observed -- is
     built by ``Reporter.verdict``, which reads whether it was enforced from the report; the
-    policy's ``shadow`` is read by the engine once (then ``Engine.shadow``) and by the transport
-    before there is an engine (whether to keep a copy of a streamed body for a retry)."""
+    policy's ``shadow`` is read in one place, by the engine (then ``Engine.shadow``), which also
+    decides whether the driver keeps a copy of a streamed body for a retry (``keep_body``)."""
     import pathlib
 
     import otel_liveness
@@ -1334,11 +1334,30 @@ def test_verdicts_have_one_maker_and_shadow_mode_is_read_once_a_request() -> Non
         makers += [f"{rel}:{where}" for where in calls]
         readers += [f"{rel}:{where}" for where in reads]
     assert makers == ["core/request/report.py:Reporter.verdict"]
-    assert readers == ["core/request/engine.py:Engine.__init__", "transport/_base.py:TransportBase._engine"]
+    assert readers == ["core/request/engine.py:Engine.__init__"]
     # ... and the check finds them where they are
     probe = ("class A:\n    def f(self, policy):\n        Verdict(1)\n        E.Verdict(2)\n"
              "        return self.policy.shadow or policy.shadow\n")
     assert _calls_and_reads(probe, "Verdict", "shadow") == (["A.f", "A.f"], ["A.f", "A.f"])
+
+
+@pytest.mark.parametrize("shadow", [False, True])
+def test_the_engine_asks_for_a_kept_body_unless_it_retries_nothing(shadow: bool) -> None:
+    # The driver's way to keep a streamed body for a retry is called by the engine, once, at
+    # construction -- and not in shadow mode, which retries nothing; its answer is what the engine
+    # asks when a retry is due.
+    calls: list[int] = []
+
+    def keep_body() -> Any:
+        calls.append(1)
+        return lambda: "the body was not kept"
+
+    engine = Engine(Policy(shadow=shadow), RequestFacts(streaming=True, body_size=10), 0.0, provider="anthropic",
+                    keep_body=keep_body)
+    assert calls == ([] if shadow else [1])
+    assert (engine.body_replayable is None) is shadow
+    if not shadow:
+        assert engine.body_replayable is not None and engine.body_replayable() == "the body was not kept"
 
 
 def test_an_engine_and_its_attempts_are_freed_without_the_cycle_collector() -> None:

@@ -156,16 +156,18 @@ class TransportBase:
         hooks: list[Hook] = [*self._hooks, *_context_hooks(request)]
         if policy.capture_dir:
             hooks.append(FlightRecorder(policy.capture_dir, policy))
-        # A streamed body (iterator, generator, async iterable, file object) is kept as it is sent,
-        # up to the bound, so that a retry re-sends it byte for byte -- or is not made (_body.py).
-        # Shadow mode never retries: nothing to keep.
-        replay = None if policy.shadow else replay_body(request, self._family.module,
-                                                        policy.max_replay_body_bytes)
+        def keep_body() -> Callable[[], str | None] | None:
+            # A streamed body (iterator, generator, async iterable, file object) is kept as it is
+            # sent, up to the bound, so that a retry re-sends it byte for byte -- or is not made
+            # (_body.py). The engine asks for it unless it will retry nothing (shadow mode).
+            replay = replay_body(request, self._family.module, policy.max_replay_body_bytes)
+            return replay.problem if replay else None
+
         return Engine(
             policy, facts, now,
             provider=provider,
             hooks=hooks, on_hook_error=log_hook_error, wall_now=time.time, jitter=random.random,
-            exhausted=self._exhausted, cadence=self._cadence, body_replayable=replay.problem if replay else None,
+            exhausted=self._exhausted, cadence=self._cadence, keep_body=keep_body,
             lock=threading.RLock(),  # a sync body may be closed from another thread while it is read
             budgets=BUDGETS,
             canary=(functools.partial(judge_candidates, policy.candidate_policies, max_frame_bytes=policy.max_frame_bytes)

@@ -80,7 +80,9 @@ class Engine:
     the caller's sources of epoch time (for HTTP dates) and backoff jitter in ``[0, 1)``;
     ``body_replayable`` says whether the request body can be sent again when a retry is due
     (drivers keep a streamed body up to ``Policy.max_replay_body_bytes``; past it a retry becomes
-    :class:`~.errors.BodyNotReplayable`, never an empty or partial re-send); ``lock`` (re-entrant)
+    :class:`~.errors.BodyNotReplayable`, never an empty or partial re-send); ``keep_body``, the
+    driver's way to keep it, is called here -- unless in shadow mode, which retries nothing -- and
+    answers ``body_replayable``; ``lock`` (re-entrant)
     serialises the inputs when more than one thread may call them.
     """
 
@@ -98,6 +100,7 @@ class Engine:
         exhausted: ExhaustedCache[Fail] | None = None,
         cadence: CadenceMemory | None = None,
         body_replayable: Callable[[], str | None] | None = None,
+        keep_body: Callable[[], Callable[[], str | None] | None] | None = None,
         lock: AbstractContextManager[object] | None = None,
         budgets: RetryBudgets | None = None,
         canary: R.Canary | None = None,
@@ -115,7 +118,7 @@ class Engine:
         self.exhausted = exhausted if not shadow else None
         self.cadence = cadence
         #: Asked when a retry is due: ``None`` when the request body can be sent again, else why not.
-        self.body_replayable = body_replayable
+        self.body_replayable = keep_body() if keep_body is not None and not shadow else body_replayable
         #: Each attempt's strategy: enforcing, or shadow mode's (observe, never hold, never end).
         self.attempt_class: type[Attempt] = ShadowAttempt if shadow else Attempt
         #: The request's host's retry budget (shadow mode retries nothing: none).
