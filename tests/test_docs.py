@@ -74,3 +74,14 @@ def test_the_field_table_runs_in_the_policy_groups() -> None:
               for row in table.splitlines()[2:]]
     order = [name for names in FIELD_GROUPS.values() for name in names]
     assert firsts == sorted(firsts, key=order.index) and len(firsts) > 25
+
+
+#: The prose budget of docs/ (its Markdown pages): each thing said once and linked to, not retold.
+DOCS_BUDGET = 160_000
+
+
+def test_the_docs_stay_within_their_budget() -> None:
+    pages = sorted(DOCS.glob("*.md"))
+    size = sum(len(page.read_bytes()) for page in pages)
+    assert len(pages) >= 10 and size > DOCS_BUDGET // 2, "the pages are found"
+    assert size <= DOCS_BUDGET, f"docs/*.md is {size:,} bytes, over its {DOCS_BUDGET:,}: say it once and link to it"
