@@ -85,7 +85,7 @@ def drive(attempts: Sequence[Sequence[Step]], policy: Policy = POLICY, *, facts:
     out = Outcome()
     engine = Engine(policy, facts or RequestFacts(streaming=True, body_size=1000), 0.0, provider=provider,
                     hooks=[out.events.append, *hooks], exhausted=exhausted, cadence=cadence, wall_now=lambda: 1e9,
-                    body_replayable=body_replayable)
+                    keep_body=None if body_replayable is None else lambda: body_replayable)
     out.engine = engine
     now = 0.0
     command: Command | bytes = engine.start(now)

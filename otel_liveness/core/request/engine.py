@@ -26,7 +26,8 @@ acted on, and each attempt reads its body as :class:`~.attempt.ShadowAttempt` do
 Liveness is judged on the wire: bytes count as progress the moment they are read, so a caller
 that paused between reads is never mistaken for a dead provider; wire silence is a verdict only
 for a read that waited the whole bound. The steady lane (:mod:`.lane`) takes the per-read hot
-path of a live stream; every input applies its counts first (``_settle``, which :func:`~.state.input_method` calls).
+path of a live stream; every input applies its counts first (``_settle``, which
+:func:`~.state.input_method` calls).
 """
 
 from __future__ import annotations
@@ -78,11 +79,10 @@ class Engine:
     hooks they call, and :attr:`published` -- the JSON-serialisable report the caller sees as
     ``response.extensions["liveness"]``, refreshed in place. ``wall_now`` and ``jitter`` are
     the caller's sources of epoch time (for HTTP dates) and backoff jitter in ``[0, 1)``;
-    ``body_replayable`` says whether the request body can be sent again when a retry is due
-    (drivers keep a streamed body up to ``Policy.max_replay_body_bytes``; past it a retry becomes
-    :class:`~.errors.BodyNotReplayable`, never an empty or partial re-send); ``keep_body``, the
-    driver's way to keep it, is called here -- unless in shadow mode, which retries nothing -- and
-    answers ``body_replayable``; ``lock`` (re-entrant)
+    ``keep_body`` is the driver's way to keep a streamed request body for a retry (up to
+    ``Policy.max_replay_body_bytes``), called here unless in shadow mode, which retries nothing;
+    it answers :attr:`body_replayable`, asked when a retry is due (past the bound a retry becomes
+    :class:`~.errors.BodyNotReplayable`, never an empty or partial re-send); ``lock`` (re-entrant)
     serialises the inputs when more than one thread may call them.
     """
 
@@ -99,7 +99,6 @@ class Engine:
         jitter: Callable[[], float] = lambda: 0.0,
         exhausted: ExhaustedCache[Fail] | None = None,
         cadence: CadenceMemory | None = None,
-        body_replayable: Callable[[], str | None] | None = None,
         keep_body: Callable[[], Callable[[], str | None] | None] | None = None,
         lock: AbstractContextManager[object] | None = None,
         budgets: RetryBudgets | None = None,
@@ -118,7 +117,7 @@ class Engine:
         self.exhausted = exhausted if not shadow else None
         self.cadence = cadence
         #: Asked when a retry is due: ``None`` when the request body can be sent again, else why not.
-        self.body_replayable = keep_body() if keep_body is not None and not shadow else body_replayable
+        self.body_replayable = keep_body() if keep_body is not None and not shadow else None
         #: Each attempt's strategy: enforcing, or shadow mode's (observe, never hold, never end).
         self.attempt_class: type[Attempt] = ShadowAttempt if shadow else Attempt
         #: The request's host's retry budget (shadow mode retries nothing: none).

@@ -5,16 +5,16 @@ when the reads carry many events -- and makes nothing due on any clock. For such
 attempt needs no decision: the bytes go to the caller as they are, the clocks move forward, the
 released prefix keeps a reference. The lane does exactly that much, counting in its own fields;
 the engine applies the counts to the attempt (:meth:`.attempt.Attempt.absorb_lane`, called by
-the engine's ``_settle``, first thing in every input method) before anything
-else looks at it. Every other read takes the general path
-(:meth:`~otel_liveness.core.request.engine.Engine.received` and the other inputs).
+the engine's ``_settle``, first thing in every input method) before anything else looks at it.
+Every other read takes the general path (:meth:`~otel_liveness.core.request.engine.Engine.received`
+and the other inputs).
 
 The lane reads through the attempt's bulk scanner (:meth:`PyLane.attach`, :mod:`.bulk`): a read
 is admitted when the scanner admits it (:meth:`~.bulk.PyScanner.admit`: every frame it completes
 is a semantic or a heartbeat frame by its head -- it may complete none, a network read that ended
 inside a frame; a frame in progress may stay pending). The framing is the scanner's alone: without
-one the lane admits nothing. The heartbeats of an admitted read (a ping inside a run of deltas, or a read of pings
-alone) are recorded as ``(time, count)`` (:meth:`PyLane.take_beats`): the attempt counts and
+one the lane admits nothing. The heartbeats of an admitted read (a ping inside a run of deltas,
+or a read of pings alone) are recorded as ``(time, count)`` (:meth:`PyLane.take_beats`): the attempt counts and
 announces them as the general path would. A read without content -- heartbeats alone, or part of a
 frame -- moves the raw clock only: the semantic one -- the time of the last content, and with it
 the horizon, since every deadline the horizon stands for is semantic (wire silence is judged per

@@ -155,7 +155,6 @@ def io_failed(family: Family, engine: Engine, now: float, exc: Exception) -> Com
     raise exc
 
 
-
 #: Request headers a resume (a GET without a body) does not carry over from the request it resumes.
 _NOT_RESENT = frozenset({"content-type", "content-length", "transfer-encoding", "content-encoding"})
 
