@@ -337,6 +337,25 @@ def test_shadow_reports_a_json_error_object_and_passes_it_through() -> None:
     assert [v.enforced for v in verdicts] == [False]
 
 
+LONG_ERROR_SHAPED = b'{"error": {"type": "overloaded_error", "message": "' + b"x" * (70 * 1024) + b'"}}'
+
+
+@pytest.mark.parametrize(("body", "split"), [(REPLY_JSON, None), (REPLY_JSON, 3), (REPLY_JSON, 40),
+                                             (LONG_ERROR_SHAPED, 40 * 1024)])
+def test_shadow_passes_a_probed_json_body_on_as_it_comes_once(body: bytes, split: int | None) -> None:
+    # Shadow mode keeps nothing back: each read of a probed JSON body goes on as it comes -- none
+    # held, none sent twice when the probe tells a reply or passes its bound -- and the body is
+    # the caller's from its headers on (committed: a failure would come after content).
+    out = drive([json_body(body, split=split)], POLICY.replace(shadow=True))
+    assert out.error is None and out.body == body
+    assert out.outcomes == ["completed"] and out.report["attempts"][0]["committed"] is True
+    # Cut after its first read: what the caller had is content, so the failure is reported as
+    # the truncation it is, not as a failure before content.
+    cut = drive([[("headers", 0.0, 200, JSON), ("data", 0.05, body[:3]), ("reset", 0.1)]], POLICY.replace(shadow=True))
+    assert cut.body == body[:3] and cut.report["attempts"][0]["committed"] is True
+    assert cut.report["stop_reason"] == "truncated", cut.report["stop_reason"]
+
+
 # -- 8: a close after the reply's stop reason -----------------------------------------------------
 
 OPENAI_FINISH = [b'data: {"id":"c1","choices":[{"delta":{"role":"assistant"}}]}\n\n',

@@ -19,12 +19,12 @@ A 2xx JSON body on a streaming request is *probed* (:meth:`Attempt.probe_read`):
 first key tells an error object from a reply.
 
 Shadow mode is the engine's rule where a failure is decided (``Engine._failed``, ``_observe``: a
-clock's verdict, an in-band error, a body it cannot judge is kept as :attr:`~Attempt.observed`,
-reported, never acted on; no socket timeout is set) and, for how a body is read, a strategy
-chosen once when the attempt starts: a :class:`ShadowAttempt` never holds (what would be held is
-only counted, so that a hold past the bound is reported as the malformed stream it would have
-been; a probed JSON body is released as it comes) and never ends a read (no terminal deadline,
-no hints but the notices'). The enforcing attempt's methods carry no shadow branch.
+clock's verdict, a body it cannot judge is kept as :attr:`~Attempt.observed`, reported, never
+acted on; no socket timeout is set, no terminal deadline ends a read) and, in the attempt, one
+rule: it retries nothing, so it keeps nothing back (``keeps`` False: its hold and probe only
+count and copy, :mod:`.hold`) -- the response goes to the caller at its headers, every read as it
+comes, a hold past the bound is reported as the malformed stream it would have been, and an
+in-band error frame is observed rather than acted on (:meth:`Attempt.error_frame`).
 
 What a truncation carries: the ledger's ``released`` (exact) and ``prefix`` (the raw head of the
 released bytes up to ``Policy.max_prefix_bytes``), and on the Anthropic wires the partial
@@ -51,7 +51,7 @@ from .ledger import Ledger
 from .modes import BODY_MODES, BodyMode
 from .retry import Failure, FailureKind, Retry
 
-__all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt", "Reports", "ShadowAttempt"]
+__all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt", "Reports"]
 
 _HEARTBEAT = FrameKind.HEARTBEAT
 _SEMANTIC = FrameKind.SEMANTIC
@@ -83,8 +83,8 @@ class Reports(Protocol):
 class Attempt:
     """One provider attempt's books (engine-private: the engine is its only writer).
 
-    The enforcing strategy (shadow mode's is :class:`ShadowAttempt`). ``lane_class`` the steady lane's class the
-    engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
+    ``keeps`` False in shadow mode: nothing is kept back (see the module docstring). ``lane_class``
+    the steady lane's class the engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
     references in the ledger's prefix. ``reporter`` is the request's (:class:`Reports`): a read's
     in-band error frame is reported through it as it is found (its verdict), and so are the
     attempt's notices, a probed error object's verdict, its retry and a read's heartbeats.
@@ -110,7 +110,7 @@ class Attempt:
 
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
                  *, streaming: bool, lane_class: Callable[..., Any],
-                 reporter: Reports) -> None:
+                 reporter: Reports, keeps: bool = True) -> None:
         # The request's reporter (no reference back to the engine, so that an engine and its
         # attempts are freed by reference counting, without a cycle).
         self.reporter = reporter
@@ -122,7 +122,7 @@ class Attempt:
         #: How the body is read (:class:`~.modes.BodyMode`; moved by :meth:`become` only).
         self.mode = _SCANNED if streaming else _OPAQUE
         self.decoder: Decoder | None = None
-        self.hold = Hold()  # before content: held
+        self.hold = Hold(keeps=keeps)  # before content: held
         #: What was released (:class:`~.ledger.Ledger`: its state moved by :meth:`commit` and :meth:`finish`).
         self.ledger = Ledger(policy.max_prefix_bytes)
         #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`), or the
@@ -134,7 +134,7 @@ class Attempt:
         self.error: Failure | None = None  # an in-band error frame arrived
         #: A 2xx JSON body on a streaming request, kept until it is
         #: whole or past JSON_PROBE_BYTES: an error object is an in-band provider error.
-        self.probe = Probe()
+        self.probe = Probe(keeps=keeps)
         self.observed: Failure | None = None  # shadow mode: what would have ended the attempt
         #: The socket read timeout set on the attempt's request is ours, not the caller's: a read
         #: that hits it waited out our bound (a wire-silence verdict), not the caller's.
@@ -397,13 +397,15 @@ class Attempt:
             self.become(_PROBING if probing else _OPAQUE)
             self.clock.opaque(self.policy)
             if probing:
-                return True
+                if not self.probe.keeps:
+                    self.commit()  # a probe that keeps nothing back: released as it comes
+                return self.probe.keeps
         if self.scanned and self.decoder is None:
             self.framer.hold(True)  # for a replay without held heartbeats (hold_or_release)
         if not self.scanned:
             self.commit()
             return False
-        return True
+        return self.hold.keeps
 
     def read(self, now: float, chunk: bytes) -> bytes:
         """One read of the body (its bytes already counted on the clock): the bytes to release
@@ -496,18 +498,18 @@ class Attempt:
         ``Policy.max_frame_bytes``."""
         if self.committed:
             return self.release(chunk, data)
-        self.hold.add(chunk, data if self.decoder is not None else None)
-        self._bound_hold(kept=True)
-        return b""
+        kept = self.hold.add(chunk, data if self.decoder is not None else None)
+        self._bound_hold()
+        return b"" if kept else self.release(chunk, data)
 
-    def _bound_hold(self, *, kept: bool) -> None:
-        """Past :data:`HOLD_VERBATIM_BYTES`, what is held (``kept`` False: only counted) becomes the
-        held frames that are not heartbeats; :class:`~.errors.MalformedStream` past the frame bound."""
+    def _bound_hold(self) -> None:
+        """Past :data:`HOLD_VERBATIM_BYTES`, what is held becomes the held frames that are not
+        heartbeats; :class:`~.errors.MalformedStream` past the frame bound."""
         hold = self.hold
         if hold.size > HOLD_VERBATIM_BYTES:
             replay = self.framer.replay()  # (None: verbatim)
             if replay is not None:
-                hold.replace(replay, kept=kept)
+                hold.replace(replay)
         hold.check(self.policy.max_frame_bytes)
 
     def opaque_read(self, chunk: bytes) -> bytes:
@@ -525,32 +527,25 @@ class Attempt:
         error-shaped body is kept until whole (:meth:`probed` judges it at the end), or past
         :data:`JSON_PROBE_BYTES` released as the reply it then is."""
         probe = self.probe
-        if probe.add(chunk) is False or probe.size > JSON_PROBE_BYTES:
+        passed = probe.add(chunk)  # (b"" while kept back)
+        if probe.shaped is False or probe.size > JSON_PROBE_BYTES:
             self.become(_OPAQUE)
-            body = probe.drain()
+            _, unsent = probe.drain()
             self.commit()
-            return self.probe_release(body, chunk)
-        return self.probe_keep(chunk)
-
-    def probe_release(self, body: bytes, chunk: bytes) -> bytes:
-        """The probe told a reply: the probed ``body`` (``chunk`` its last read) goes out now."""
-        return self.release(body, body)
-
-    def probe_keep(self, chunk: bytes) -> bytes:
-        """A read of the probe, not told yet: held."""
-        return b""
+            passed = unsent + passed
+        return self.release(passed, passed) if passed else b""
 
     def probed(self) -> tuple[str | None, bytes]:
         """The probed JSON body is whole: ``(error type, b"")`` when it is an error object (the
         engine judges it as the in-band provider error it is), else ``(None, the bytes to
         release now)``."""
         self.become(_OPAQUE)
-        body = self.probe.drain()
+        body, unsent = self.probe.drain()
         error_type = json_error_type(body)
         if error_type is not None:
             return error_type, b""
         self.commit()
-        return None, self.probe_release(body, b"")
+        return None, self.release(unsent, unsent)
 
     def unframed_end(self, now: float) -> tuple[bytes, Failure | None]:
         """The end of a body read unframed (opaque, or probing: :meth:`probed`): the bytes to
@@ -582,53 +577,20 @@ class Attempt:
                        error_type=self.framer.facts.error_type), content_first
 
     def error_frame(self, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> tuple[Failure, bytes]:
-        """An in-band error frame in this read: the failure (kept as :attr:`error`) and the bytes
-        to release. Before content the read is held (the attempt is retried -- or, if not, given
-        to the caller as it came: the engine releases what is held, this read included). After
-        content the error is the provider's answer: the read goes to the caller as sent, the
-        error frame included, so that the SDK raises its own error with the provider's type,
-        code and message."""
+        """An in-band error frame in this read: the failure and the bytes to release. Kept as
+        :attr:`error` -- the engine acts on it after the read -- or, by an attempt that keeps
+        nothing back (shadow mode), as :attr:`observed` while the body goes on. Before content the
+        read is held (the attempt is retried -- or, if not, given to the caller as it came: the
+        engine releases what is held, this read included). After content the error is the
+        provider's answer: the read goes to the caller as sent, the error frame included, so that
+        the SDK raises its own error with the provider's type, code and message."""
         failure, _ = self.error_failure(kinds)
-        self.error = failure
+        if self.hold.keeps:
+            self.error = failure
+        elif self.observed is None:
+            self.observed = failure
         if not failure.committed:
-            self.hold.add(chunk)
-            return failure, b""
+            return failure, b"" if self.hold.add(chunk) else self.release(chunk, data)
         if not self.committed:
             return failure, self.release_held(chunk, data)
-        return failure, self.release(chunk, data)
-
-
-class ShadowAttempt(Attempt):
-    """Shadow mode's attempt: it observes, never holds, never ends a read (see the module
-    docstring). What enforcement would have done is kept as :attr:`observed` (the first such
-    failure) and reported; the caller receives the body as it comes."""
-
-    __slots__ = ()
-
-    def read_as(self, content_type: str, encoding: str | None, profile: ProviderProfile) -> bool:
-        if super().read_as(content_type, encoding, profile) and self.mode is _PROBING:
-            self.commit()  # a probed body is released as it comes
-        return False
-
-    def hold_or_release(self, chunk: bytes, data: bytes) -> bytes:
-        """Counted before content, never held: a count past the bound is the malformed stream
-        enforcement would have met."""
-        if not self.committed:
-            self.hold.count(len(chunk))
-            self._bound_hold(kept=False)
-        return self.release(chunk, data)
-
-    def probe_release(self, body: bytes, chunk: bytes) -> bytes:
-        return self.release(chunk, chunk)  # the reads before it were released as they came
-
-    def probe_keep(self, chunk: bytes) -> bytes:
-        self.commit()
-        return self.release(chunk, chunk)
-
-    def error_frame(self, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> tuple[Failure, bytes]:
-        failure, content_first = self.error_failure(kinds)
-        if self.observed is None:
-            self.observed = failure
-        if content_first and not self.committed:
-            self.commit()
         return failure, self.release(chunk, data)

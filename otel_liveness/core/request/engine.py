@@ -21,7 +21,7 @@ attempt's, :mod:`.clocks` every bound and verdict and when a waiting read wakes,
 which failures are retried, when, and within the host's budget, :mod:`.report` the ending
 sequence and the typed errors. Shadow mode is read once, at the request's start (no retry
 budget, no exhausted-call cache): where a failure is decided it is observed and reported, never
-acted on, and each attempt reads its body as :class:`~.attempt.ShadowAttempt` does.
+acted on, and each attempt keeps nothing back (``Attempt(keeps=False)``: it retries nothing).
 
 Liveness is judged on the wire: bytes count as progress the moment they are read, so a caller
 that paused between reads is never mistaken for a dead provider; wire silence is a verdict only
@@ -38,7 +38,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ParamSpec
 
 from .. import errors as E
-from ..attempt.attempt import HOLD_VERBATIM_BYTES, JSON_PROBE_BYTES, Attempt, ShadowAttempt
+from ..attempt.attempt import HOLD_VERBATIM_BYTES, JSON_PROBE_BYTES, Attempt
 from ..attempt.clocks import NO_HINTS, TOLERANCE, AttemptClock, Terminal, WallBudgetExpired
 from ..attempt.retry import (
     Failure,
@@ -118,8 +118,6 @@ class Engine:
         self.cadence = cadence
         #: Asked when a retry is due: ``None`` when the request body can be sent again, else why not.
         self.body_replayable = keep_body() if keep_body is not None and not shadow else None
-        #: Each attempt's strategy: enforcing, or shadow mode's (observe, never hold, never end).
-        self.attempt_class: type[Attempt] = ShadowAttempt if shadow else Attempt
         #: The request's host's retry budget (shadow mode retries nothing: none).
         rule = policy.budget_rule()
         self.budget: HostBudget | None = (
@@ -440,8 +438,8 @@ class Engine:
         clock = AttemptClock.for_attempt(now, policy, streaming=streaming, keepalives=self.profile.keepalives,
                                          body_size=facts.body_size, learned=learned,
                                          wall_deadline=self.wall_deadline)
-        attempt = self.attempt_class(len(self.report.attempts), now - self.start_time, clock, policy, self.profile,
-                                     streaming=streaming, lane_class=Lane, reporter=self.reporter)
+        attempt = Attempt(len(self.report.attempts), now - self.start_time, clock, policy, self.profile,
+                          streaming=streaming, lane_class=Lane, reporter=self.reporter, keeps=not self.shadow)
         self.attempt = attempt
         self.report.attempts.append(attempt.record)
         self._first = []
