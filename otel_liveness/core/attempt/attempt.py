@@ -19,7 +19,7 @@ A 2xx JSON body on a streaming request is *probed* (:meth:`Attempt.probe_read`):
 first key tells an error object from a reply.
 
 Shadow mode is the engine's rule where a failure is decided (``Engine._failed``, ``_observe``: a
-clock's verdict, a body it cannot judge is kept as :attr:`~Attempt.observed`, reported, never
+clock's verdict, a body it cannot judge is kept as the reporter's ``observed``, reported, never
 acted on; no socket timeout is set, no terminal deadline ends a read) and, in the attempt, one
 rule: it retries nothing, so it keeps nothing back (``keeps`` False: its hold and probe only
 count and copy, :mod:`.hold`) -- the response goes to the caller at its headers, every read as it
@@ -45,7 +45,7 @@ from ..wire.encoding import Decoder, UnsupportedEncoding, decoder_for
 from ..wire.framing import Framer, SSEFramer, framer_for
 from ..wire.lane import LaneLike
 from ..wire.providers import ProviderProfile, json_error_type, request_id
-from .clocks import TOLERANCE, AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
+from .clocks import AttemptClock, Notice, SemanticTimeoutExpired, Terminal, WallBudgetExpired
 from .hold import Hold, Probe
 from .ledger import Ledger
 from .modes import BODY_MODES, BodyMode
@@ -72,8 +72,11 @@ class Reports(Protocol):
 
     report: RequestReport
     start_time: float
+    observed: Failure | None
 
     def emit(self, event: Event) -> None: ...
+
+    def observe(self, failure: Failure) -> Failure: ...
 
     def heartbeats(self, attempt: int, at: float, count: int, total: int) -> None: ...
 
@@ -100,12 +103,9 @@ class Attempt:
         "lane",
         "ledger",
         "mode",
-        "observed",
-        "policy",
         "probe",
         "record",
         "reporter",
-        "socket_timeout_ours",
     )
 
     def __init__(self, index: int, started: float, clock: AttemptClock, policy: Policy, profile: ProviderProfile,
@@ -117,12 +117,11 @@ class Attempt:
         self.record = AttemptRecord(index=index, started=started)
         self.record.first_byte_bound = clock.first_byte_bound
         self.clock = clock
-        self.policy = policy
         self.framer: Framer = SSEFramer(profile, policy.max_frame_bytes, policy.max_partial_bytes)
         #: How the body is read (:class:`~.modes.BodyMode`; moved by :meth:`become` only).
         self.mode = _SCANNED if streaming else _OPAQUE
         self.decoder: Decoder | None = None
-        self.hold = Hold(keeps=keeps)  # before content: held
+        self.hold = Hold(policy.max_frame_bytes, keeps=keeps)  # before content: held
         #: What was released (:class:`~.ledger.Ledger`: its state moved by :meth:`commit` and :meth:`finish`).
         self.ledger = Ledger(policy.max_prefix_bytes)
         #: The flight recorder's capture (``Policy.capture_dir``; :data:`~.events.CaptureItem`), or the
@@ -135,10 +134,6 @@ class Attempt:
         #: A 2xx JSON body on a streaming request, kept until it is
         #: whole or past JSON_PROBE_BYTES: an error object is an in-band provider error.
         self.probe = Probe(keeps=keeps)
-        self.observed: Failure | None = None  # shadow mode: what would have ended the attempt
-        #: The socket read timeout set on the attempt's request is ours, not the caller's: a read
-        #: that hits it waited out our bound (a wire-silence verdict), not the caller's.
-        self.socket_timeout_ours = False
 
     # -- what the attempt is --------------------------------------------------------------------
 
@@ -249,7 +244,7 @@ class Attempt:
             and self.decoder is None
             and not self.done
             and self.error is None
-            and self.observed is None
+            and self.reporter.observed is None
             and self.capture is None
             and not self.ended
             and isinstance(self.framer, SSEFramer)
@@ -272,19 +267,6 @@ class Attempt:
         if capture is not None and (not capture or not (capture[-1][1] is None or isinstance(capture[-1][1], str))):
             capture.append((now - self.clock.started, "end"))
 
-    def socket_timeout(self, now: float, caller: float | None) -> float | None:
-        """The socket read timeout for the attempt's request: the clock's (:meth:`~.clocks.
-        AttemptClock.socket_bound`), never above the caller's own (``caller``). Marks whether it
-        is ours (:attr:`socket_timeout_ours`)."""
-        self.socket_timeout_ours = False
-        ours = self.clock.socket_bound(now)
-        if ours is None:
-            return None
-        if caller is not None and caller < ours:
-            return caller
-        self.socket_timeout_ours = True
-        return max(ours, 0.001)
-
     def poll(self, now: float) -> Terminal | None:
         """Deliver the notices due at ``now``; answer a time-based terminal verdict if one is due."""
         clock = self.clock
@@ -296,18 +278,6 @@ class Attempt:
             if isinstance(item, (SemanticTimeoutExpired, WallBudgetExpired)):
                 return item
             return None
-
-    def read_verdict(self, now: float) -> Terminal | None:
-        """A read timed out at ``now``: the verdict it ended at -- a waking read's (``Engine.woke``),
-        or at our socket timeout a terminal deadline or, when it waited the whole bound, wire
-        silence -- else ``None`` (sooner than our bound: a broken read; or the caller's timeout)."""
-        clock = self.clock
-        expired = clock.terminal  # a waking read's, recorded by the clock (Engine.woke)
-        if expired is None and self.socket_timeout_ours:
-            expired = clock.poll_terminal(now + TOLERANCE)
-            if expired is None and clock.waited_bound(now):
-                expired = clock.wire_silence(now)
-        return expired
 
     def breaks_as_opaque(self, responded: bool) -> bool:
         """A read of the body broke (``responded``: the caller has the response): True when it
@@ -321,7 +291,7 @@ class Attempt:
     def callers_timeout(self, read_timeout: float | None) -> bool:
         """A read that timed out, not at our socket timeout, before content, while the caller set
         a read timeout of its own: the caller's verdict on the wait, not the provider's failure."""
-        return not self.committed and not self.socket_timeout_ours and read_timeout is not None
+        return not self.committed and self.clock.sent_bound is None and read_timeout is not None
 
     def unjudged(self, chunk: bytes) -> bytes:
         """The body cannot be judged (shadow mode, where enforcement would have ended the request as
@@ -373,17 +343,17 @@ class Attempt:
         record.status = status
         record.request_id = request_id(headers)
 
-    def read_as(self, content_type: str, encoding: str | None, profile: ProviderProfile) -> bool:
+    def read_as(self, content_type: str, encoding: str | None, profile: ProviderProfile, policy: Policy) -> bool:
         """The response headers say how the body is read (``content_type`` lower-case,
         ``encoding`` the ``content-encoding`` header or ``None``): a stream (SSE, or Amazon's
-        event stream) is scanned with ``profile``'s framer and held; any other 2xx body is
+        event stream) is scanned with ``profile``'s framer (``policy``'s bounds) and held; any other 2xx body is
         opaque -- judged by the non-streaming raw bound, released as it comes -- except a JSON
         one on a streaming request, probed (held until its first key tells an error object from
         a reply). Answers True when the body is held (the caller gets the response at its first
         content), False when the response goes to the caller now."""
         if content_type.startswith(_SSE) or content_type.startswith(_EVENTSTREAM):
             self.become(_SCANNED)  # a non-streaming request's stream (found late) keeps its raw bound
-            framer = framer_for(profile, self.policy.max_frame_bytes, content_type, self.policy.max_partial_bytes,
+            framer = framer_for(profile, policy.max_frame_bytes, content_type, policy.max_partial_bytes,
                                 unfed=self.framer)  # the default one, when it is the one asked for
             if framer is not self.framer:
                 self.set_framer(framer)
@@ -395,7 +365,7 @@ class Attempt:
         elif self.scanned:
             probing = "json" in content_type and (encoding is None or encoding == "identity")
             self.become(_PROBING if probing else _OPAQUE)
-            self.clock.opaque(self.policy)
+            self.clock.opaque(policy)
             if probing:
                 if not self.probe.keeps:
                     self.commit()  # a probe that keeps nothing back: released as it comes
@@ -510,7 +480,7 @@ class Attempt:
             replay = self.framer.replay()  # (None: verbatim)
             if replay is not None:
                 hold.replace(replay)
-        hold.check(self.policy.max_frame_bytes)
+        hold.check()
 
     def opaque_read(self, chunk: bytes) -> bytes:
         """A read of a body that is not judged as a stream: probed, or released as it arrives."""
@@ -579,7 +549,7 @@ class Attempt:
     def error_frame(self, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> tuple[Failure, bytes]:
         """An in-band error frame in this read: the failure and the bytes to release. Kept as
         :attr:`error` -- the engine acts on it after the read -- or, by an attempt that keeps
-        nothing back (shadow mode), as :attr:`observed` while the body goes on. Before content the
+        nothing back (shadow mode), observed (``Reporter.observe``) while the body goes on. Before content the
         read is held (the attempt is retried -- or, if not, given to the caller as it came: the
         engine releases what is held, this read included). After content the error is the
         provider's answer: the read goes to the caller as sent, the error frame included, so that
@@ -587,8 +557,8 @@ class Attempt:
         failure, _ = self.error_failure(kinds)
         if self.hold.keeps:
             self.error = failure
-        elif self.observed is None:
-            self.observed = failure
+        else:
+            self.reporter.observe(failure)
         if not failure.committed:
             return failure, b"" if self.hold.add(chunk) else self.release(chunk, data)
         if not self.committed:

@@ -191,6 +191,7 @@ class AttemptClock:
         "raw_idle",
         "semantic_timeout",
         "sent_at",
+        "sent_bound",
         "started",
         "terminal",
         "wall_budget",
@@ -239,6 +240,9 @@ class AttemptClock:
         self.first_byte: float | None = None
         self.first_semantic: float | None = None
         self.terminal: Terminal | None = None
+        #: Our bound the attempt's request carries as its socket read timeout (:meth:`read_timeout`;
+        #: ``None``: the caller's own, or none).
+        self.sent_bound: float | None = None
 
     @classmethod
     def for_attempt(cls, now: float, policy: Policy, *, streaming: bool, keepalives: bool,
@@ -444,6 +448,17 @@ class AttemptClock:
             ours = remaining if ours is None else min(ours, remaining)
         return ours
 
+    def read_timeout(self, now: float, caller: float | None) -> float | None:
+        """The socket read timeout for the attempt's request sent at ``now``: ours
+        (:meth:`socket_bound`), never above the caller's own (``caller``). Records which it is
+        (:attr:`sent_bound`): a read that hits ours waited out our bound, not the caller's."""
+        ours = self.socket_bound(now)
+        if ours is None or (caller is not None and caller < ours):
+            self.sent_bound = None
+            return caller if ours is not None else None
+        self.sent_bound = ours = max(ours, 0.001)
+        return ours
+
     def opaque(self, policy: Policy) -> None:
         """The reply is not a stream (a JSON body, an HTML page): judged by the non-streaming raw
         bound alone, with no first-byte phase."""
@@ -516,6 +531,18 @@ class AttemptClock:
         proxy's), and says nothing of wire silence."""
         bound, _ = self.wire_bound()
         return bound is None or now - self.last_raw >= bound - TOLERANCE
+
+    def read_verdict(self, now: float) -> Terminal | None:
+        """A read timed out at ``now``: the verdict it ended at -- a waking read's (recorded,
+        :attr:`terminal`), or at our socket timeout (:attr:`sent_bound`) a terminal deadline or,
+        when it waited the whole bound, wire silence -- else ``None`` (sooner than our bound: a
+        broken read; or the caller's timeout)."""
+        expired = self.terminal
+        if expired is None and self.sent_bound is not None:
+            expired = self.poll_terminal(now + TOLERANCE)
+            if expired is None and self.waited_bound(now):
+                expired = self.wire_silence(now)
+        return expired
 
     def wire_silence(self, now: float) -> RawSilenceExpired:
         """A read that waited the whole socket timeout set for it got nothing (the HTTP library

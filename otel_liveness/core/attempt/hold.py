@@ -18,15 +18,16 @@ __all__ = ["Hold", "Probe"]
 
 class Hold:
     """A stream's bytes held before content (``chunks``; ``decoded``, the same decoded, when the
-    body is content-encoded), and their count (``size``). ``keeps`` False (shadow mode): counted
-    only, never kept."""
+    body is content-encoded), their count (``size``) and its bound (``limit``,
+    ``Policy.max_frame_bytes``). ``keeps`` False (shadow mode): counted only, never kept."""
 
-    __slots__ = ("chunks", "decoded", "keeps", "size")
+    __slots__ = ("chunks", "decoded", "keeps", "limit", "size")
 
-    def __init__(self, *, keeps: bool = True) -> None:
+    def __init__(self, limit: int, *, keeps: bool = True) -> None:
         self.chunks: list[bytes] = []
         self.decoded: list[bytes] = []
         self.keeps = keeps
+        self.limit = limit
         self.size = 0
 
     def add(self, chunk: bytes, decoded: bytes | None = None) -> bool:
@@ -47,10 +48,10 @@ class Hold:
             self.chunks = frames
         self.size = sum(map(len, frames))
 
-    def check(self, limit: int) -> None:
-        """:class:`~..errors.MalformedStream` when what was held passes ``limit``."""
-        if self.size > limit:
-            raise E.MalformedStream(f"{self.size} bytes arrived before any content (bound {limit})")
+    def check(self) -> None:
+        """:class:`~..errors.MalformedStream` when what was held passes its bound."""
+        if self.size > self.limit:
+            raise E.MalformedStream(f"{self.size} bytes arrived before any content (bound {self.limit})")
 
     def drain(self) -> tuple[bytes, bytes]:
         """Everything held, and emptied: ``(bytes, decoded bytes)``."""

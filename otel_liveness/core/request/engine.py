@@ -209,7 +209,7 @@ class Engine:
             self.profile = profile
             self.report.provider = self.profile.name
             self.report.provider_name = semconv_provider(self.profile.name, self.facts.host)
-        if attempt.read_as(content_type, headers.get("content-encoding"), self.profile):
+        if attempt.read_as(content_type, headers.get("content-encoding"), self.profile, self.policy):
             self._refresh_hints()
             return READ  # held: the caller gets the response at the first content
         return self._respond()
@@ -282,7 +282,7 @@ class Engine:
             return attempt
         if self.shadow:  # shadow mode ends no read: the timeout is the caller's or the network's
             return self.io_error(now, IOFailure.READ, exc)
-        expired = attempt.read_verdict(now)
+        expired = attempt.clock.read_verdict(now)
         if expired is None and attempt.callers_timeout(self.facts.read_timeout):
             # The caller's own read timeout, shorter than our bound: the caller's verdict on the
             # wait, not the provider's failure -- not retried (that would multiply the wait the
@@ -344,7 +344,7 @@ class Engine:
         if attempt is None:
             return False
         if not self.shadow and attempt.clock.expired(now + TOLERANCE, start) is not None:
-            return True  # recorded by the clock: timed_out answers it (Attempt.read_verdict)
+            return True  # recorded by the clock: timed_out answers it (AttemptClock.read_verdict)
         self._refresh_hints()
         return False
 
@@ -372,8 +372,7 @@ class Engine:
             return judge(*args, **kwargs)
         except Exception as exc:
             if self.shadow:
-                if attempt.observed is None:
-                    attempt.observed = Failure(FailureKind.MALFORMED, attempt.clock.phase, attempt.committed)
+                self.reporter.observe(Failure(FailureKind.MALFORMED, attempt.clock.phase, attempt.committed))
                 return attempt.unjudged(unjudged)
             if isinstance(exc, (E.MalformedStream, ValueError)):
                 return self._malformed(now, exc)
@@ -448,7 +447,7 @@ class Engine:
         clock.request_sent(now)
         self._refresh_hints()
         # Shadow mode sets no socket read timeout of its own: it never ends a read.
-        timeout = None if self.shadow else attempt.socket_timeout(now, self.facts.read_timeout)
+        timeout = None if self.shadow else clock.read_timeout(now, self.facts.read_timeout)
         return Send(timeout, dict(inject))
 
     # -- clocks ---------------------------------------------------------------------------------
@@ -471,10 +470,10 @@ class Engine:
 
     def _observe(self, now: float, attempt: Attempt, verdict: Terminal | None) -> None:
         """Shadow mode: a clock ran out (``verdict``, found at ``now``); the first failure is kept as
-        the attempt's ``observed`` and its verdict reported, and nothing else changes."""
-        if verdict is None or attempt.observed is not None:
+        the reporter's ``observed`` and its verdict reported, and nothing else changes."""
+        if verdict is None or self.reporter.observed is not None:
             return
-        attempt.observed = Failure(failure_kind(verdict), verdict.phase, attempt.committed)
+        self.reporter.observe(Failure(failure_kind(verdict), verdict.phase, attempt.committed))
         self.reporter.verdict(min(now, verdict.at), attempt.index, verdict_outcome(verdict), verdict.phase,
                               attempt.committed)
 
@@ -483,7 +482,7 @@ class Engine:
         ``observed_gap``): the verdict enforcement would have given -- or a wall or semantic
         deadline met before it, first -- reported (:meth:`_observe`). Enforcing, such a silence ended
         the read: nothing to observe."""
-        if not self.shadow or attempt.observed is not None:
+        if not self.shadow or self.reporter.observed is not None:
             return
         verdict = attempt.clock.observed_gap(now)
         if verdict is not None:
@@ -506,9 +505,7 @@ class Engine:
         ``at_eof``: the body has ended."""
         attempt = self._current()
         if self.shadow:
-            observed = attempt.observed
-            if observed is None:
-                observed = attempt.observed = failure
+            observed = self.reporter.observe(failure)
             self._conclude_failure(now, observed)  # the first failure: what enforcement would have acted on
             if status_response:
                 return self._respond(passthrough=True)
@@ -639,7 +636,7 @@ class Engine:
         the failure it would have had."""
         attempt = self._current()
         if not attempt.ended:
-            observed = attempt.observed
+            observed = self.reporter.observed
             if outcome is AttemptOutcome.COMPLETED and observed is not None:  # (shadow mode's only)
                 outcome, error_type = attempt_outcome(observed), R.error_type(observed)
                 stop, cause = R.observed_stop(observed), observed.cause

@@ -56,8 +56,8 @@ __all__ = [
 class Reporter:
     """The ending sequence of one request and its attempts (see the module docstring)."""
 
-    __slots__ = ("_beat_hooks", "body_size", "cadence", "canary", "hook_errors", "hooks", "host", "on_hook_error",
-                 "published", "report", "start_time")
+    __slots__ = ("_beat_hooks", "body_size", "cadence", "canary", "hook_errors", "hooks", "host", "observed",
+                 "on_hook_error", "published", "report", "start_time")
 
     def __init__(self, report: RequestReport, start_time: float, hooks: tuple[Hook, ...],
                  on_hook_error: Callable[[Hook, Exception], None] | None, cadence: CadenceMemory | None,
@@ -72,6 +72,9 @@ class Reporter:
         #: The candidate policies' judge (``Policy.candidates``): asked at the end of every attempt.
         self.canary = canary
         self.body_size = body_size
+        #: Shadow mode: the first failure observed -- what enforcement would have acted on, in the
+        #: request's one attempt (shadow mode retries nothing) -- reported as its outcome.
+        self.observed: Failure | None = None
         self.published: dict[str, Any] = {}
         #: (the hooks, those of them that take this request's Heartbeats), asked at the first heartbeat
         self._beat_hooks: tuple[tuple[Hook, ...], tuple[Hook, ...]] | None = None
@@ -90,6 +93,13 @@ class Reporter:
 
     def emit(self, event: Event) -> None:
         self._emit_to(self.hooks, event)
+
+    def observe(self, failure: Failure) -> Failure:
+        """Shadow mode: ``failure`` was observed (the engine's clocks and judging, the attempt's
+        in-band error frames); the first is kept. Answers the one kept."""
+        if self.observed is None:
+            self.observed = failure
+        return self.observed
 
     def verdict(self, at: float, attempt: int, outcome: AttemptOutcome, phase: Phase, committed: bool) -> None:
         """The one maker of :class:`~..events.Verdict`: a verdict on attempt ``attempt`` at ``at`` (a
