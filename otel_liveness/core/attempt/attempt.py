@@ -38,8 +38,8 @@ from typing import Any, Protocol
 
 from .. import errors as E
 from ..capture.timing import new_capture
-from ..events import CaptureItem, Event, RetryScheduled, SemanticNotice
-from ..outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, NoticeKind, Phase, RequestReport
+from ..events import CaptureItem, Event
+from ..outcome import AttemptOutcome, AttemptRecord, Completion, FrameKind, Phase, RequestReport
 from ..policy import Policy
 from ..wire.encoding import Decoder, UnsupportedEncoding, decoder_for
 from ..wire.framing import Framer, SSEFramer, framer_for
@@ -49,7 +49,7 @@ from .clocks import AttemptClock, Notice, SemanticTimeoutExpired, Terminal, Wall
 from .hold import Hold, Probe
 from .ledger import Ledger
 from .modes import BODY_MODES, BodyMode
-from .retry import Failure, FailureKind, Retry
+from .retry import Failure, FailureKind
 
 __all__ = ["HOLD_VERBATIM_BYTES", "JSON_PROBE_BYTES", "Attempt", "Reports"]
 
@@ -79,6 +79,8 @@ class Reports(Protocol):
     def observe(self, failure: Failure) -> Failure: ...
 
     def heartbeats(self, attempt: int, at: float, count: int, total: int) -> None: ...
+
+    def notice(self, record: AttemptRecord, item: Notice) -> None: ...
 
     def verdict(self, at: float, attempt: int, outcome: AttemptOutcome, phase: Phase, committed: bool) -> None: ...
 
@@ -273,7 +275,7 @@ class Attempt:
         while True:
             item = clock.poll(now)
             if isinstance(item, Notice):
-                self.notice(item)
+                self.reporter.notice(self.record, item)
                 continue
             if isinstance(item, (SemanticTimeoutExpired, WallBudgetExpired)):
                 return item
@@ -304,32 +306,11 @@ class Attempt:
         return self.release(chunk, chunk)
 
     def notices(self, now: float) -> None:
-        """Deliver the notices due at ``now`` (:meth:`notice`)."""
+        """Deliver the notices due at ``now`` (``Reporter.notice``)."""
         clock = self.clock
         while (item := clock.poll_notice(now)) is not None:
-            self.notice(item)
+            self.reporter.notice(self.record, item)
 
-    def notice(self, item: Notice) -> None:
-        """A semantic notice: counted on the record, :class:`~.events.SemanticNotice` emitted."""
-        record = self.record
-        record.notices += 1
-        if item.kind is NoticeKind.PREFILL:
-            record.prefill_notices += 1
-        reporter = self.reporter
-        reporter.emit(SemanticNotice(reporter.report, self.index, item.at - reporter.start_time, item.number,
-                                 item.semantic_idle, item.raw_idle, item.heartbeats_since_semantic, item.phase,
-                                 item.kind))
-
-    def retried(self, now: float, decision: Retry) -> None:
-        """The attempt's failure is retried (``decision``): on the record, and
-        :class:`~.events.RetryScheduled` emitted."""
-        record = self.record
-        record.retry_delay = decision.delay
-        record.retry_reason = decision.reason
-        record.delay_source = decision.source
-        reporter = self.reporter
-        reporter.emit(RetryScheduled(reporter.report, self.index, now - reporter.start_time, decision.delay, decision.reason,
-                                 decision.source, decision.rate_limited))
 
     # -- reading --------------------------------------------------------------------------------
 

@@ -563,7 +563,7 @@ class Engine:
         return self._remember(now, R.provider_error(failure, decision, len(self.report.attempts), exc))
 
     def _retry(self, now: float, attempt: Attempt, failure: Failure, decision: Retry) -> Command:
-        attempt.retried(now, decision)
+        self.reporter.retried(attempt.record, now, decision)
         self._conclude(now, attempt_outcome(failure), R.error_type(failure), None, None)
         delay = decision.delay
         if self.wall_deadline is not None and now + delay >= self.wall_deadline:

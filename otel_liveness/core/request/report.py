@@ -21,13 +21,25 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors as E
 from ..attempt.attempt import Attempt
-from ..attempt.retry import Decision, Failure, FailureKind, GiveUp, Reject, attempt_outcome, failure_kind, verdict_outcome
+from ..attempt.clocks import Notice
+from ..attempt.retry import Decision, Failure, FailureKind, GiveUp, Reject, Retry, attempt_outcome, failure_kind, verdict_outcome
 from ..capture.recording import recording_meta
 from ..capture.timing import TimingCapture
 from ..commands import Fail
-from ..events import AttemptEnded, CandidateVerdict, CaptureItem, Event, Heartbeats, Hook, RequestEnded, Verdict
+from ..events import (
+    AttemptEnded,
+    CandidateVerdict,
+    CaptureItem,
+    Event,
+    Heartbeats,
+    Hook,
+    RequestEnded,
+    RetryScheduled,
+    SemanticNotice,
+    Verdict,
+)
 from ..memory.caches import CadenceMemory
-from ..outcome import AttemptOutcome, Phase, RequestReport, StopReason
+from ..outcome import AttemptOutcome, AttemptRecord, NoticeKind, Phase, RequestReport, StopReason
 from ..wire.providers import semconv_provider
 
 if TYPE_CHECKING:
@@ -106,6 +118,24 @@ class Reporter:
         clock that ran out, an in-band error), enforced unless the request is in shadow mode. The
         engine's, and the attempt's for the in-band errors it finds as it reads."""
         self.emit(Verdict(self.report, attempt, at - self.start_time, outcome, phase, committed, not self.report.shadow))
+
+    def notice(self, record: AttemptRecord, item: Notice) -> None:
+        """A semantic notice of the attempt ``record`` is: counted on it, a
+        :class:`~..events.SemanticNotice` emitted."""
+        record.notices += 1
+        if item.kind is NoticeKind.PREFILL:
+            record.prefill_notices += 1
+        self.emit(SemanticNotice(self.report, record.index, item.at - self.start_time, item.number, item.semantic_idle,
+                                 item.raw_idle, item.heartbeats_since_semantic, item.phase, item.kind))
+
+    def retried(self, record: AttemptRecord, at: float, decision: Retry) -> None:
+        """The failure of the attempt ``record`` is retried (``decision``): on the record, and a
+        :class:`~..events.RetryScheduled` emitted."""
+        record.retry_delay = decision.delay
+        record.retry_reason = decision.reason
+        record.delay_source = decision.source
+        self.emit(RetryScheduled(self.report, record.index, at - self.start_time, decision.delay, decision.reason,
+                                 decision.source, decision.rate_limited))
 
     def heartbeats(self, attempt: int, at: float, count: int, total: int) -> None:
         """``count`` heartbeat frames of one read of attempt ``attempt`` (``total`` in it so far),
