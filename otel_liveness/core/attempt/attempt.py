@@ -89,8 +89,8 @@ class Attempt:
     """One provider attempt's books (engine-private: the engine is its only writer).
 
     ``keeps`` False in shadow mode: nothing is kept back (see the module docstring). ``lane_class``
-    the steady lane's class the engine uses (:data:`.lane.Lane`, the C one when built): the attempt's lane keeps its
-    references in the ledger's prefix. ``reporter`` is the request's (:class:`Reports`): a read's
+    the steady lane's class the engine uses (:data:`.lane.Lane`, the C one when built): the
+    attempt's lane keeps its references in the ledger's prefix. ``reporter`` is the request's (:class:`Reports`): a read's
     in-band error frame is reported through it as it is found (its verdict), and so are the
     attempt's notices, a probed error object's verdict, its retry and a read's heartbeats.
     """
@@ -311,7 +311,6 @@ class Attempt:
         while (item := clock.poll_notice(now)) is not None:
             self.reporter.notice(self.record, item)
 
-
     # -- reading --------------------------------------------------------------------------------
 
     def headers_arrived(self, now: float, status: int, headers: Mapping[str, str]) -> None:
@@ -327,8 +326,8 @@ class Attempt:
     def read_as(self, content_type: str, encoding: str | None, profile: ProviderProfile, policy: Policy) -> bool:
         """The response headers say how the body is read (``content_type`` lower-case,
         ``encoding`` the ``content-encoding`` header or ``None``): a stream (SSE, or Amazon's
-        event stream) is scanned with ``profile``'s framer (``policy``'s bounds) and held; any other 2xx body is
-        opaque -- judged by the non-streaming raw bound, released as it comes -- except a JSON
+        event stream) is scanned with ``profile``'s framer (``policy``'s bounds) and held; any
+        other 2xx body is opaque -- judged by the non-streaming raw bound, released as it comes -- except a JSON
         one on a streaming request, probed (held until its first key tells an error object from
         a reply). Answers True when the body is held (the caller gets the response at its first
         content), False when the response goes to the caller now."""
@@ -519,23 +518,23 @@ class Attempt:
 
     # -- an in-band error frame -----------------------------------------------------------------
 
-    def error_failure(self, kinds: list[FrameKind]) -> tuple[Failure, bool]:
-        """The failure an in-band error frame in a read of ``kinds`` is, and whether content came
-        before it in the read (then the error comes after content: the provider's answer)."""
+    def error_failure(self, kinds: list[FrameKind]) -> Failure:
+        """The failure an in-band error frame in a read of ``kinds`` is: after content when content
+        was released or came before it in the read (then it is the provider's answer)."""
         first_error = kinds.index(_ERROR)
         content_first = _SEMANTIC in kinds[:first_error] or _END in kinds[:first_error]
         return Failure(FailureKind.ERROR_EVENT, self.clock.phase, self.committed or content_first,
-                       error_type=self.framer.facts.error_type), content_first
+                       error_type=self.framer.facts.error_type)
 
     def error_frame(self, chunk: bytes, data: bytes, kinds: list[FrameKind]) -> tuple[Failure, bytes]:
         """An in-band error frame in this read: the failure and the bytes to release. Kept as
         :attr:`error` -- the engine acts on it after the read -- or, by an attempt that keeps
-        nothing back (shadow mode), observed (``Reporter.observe``) while the body goes on. Before content the
-        read is held (the attempt is retried -- or, if not, given to the caller as it came: the
-        engine releases what is held, this read included). After content the error is the
-        provider's answer: the read goes to the caller as sent, the error frame included, so that
-        the SDK raises its own error with the provider's type, code and message."""
-        failure, _ = self.error_failure(kinds)
+        nothing back (shadow mode), observed (``Reporter.observe``) while the body goes on.
+        Before content the read is held (the attempt is retried -- or, if not, given to the
+        caller as it came: the engine releases what is held, this read included). After content
+        the error is the provider's answer: the read goes to the caller as sent, the error frame
+        included, so that the SDK raises its own error with the provider's type, code and message."""
+        failure = self.error_failure(kinds)
         if self.hold.keeps:
             self.error = failure
         else:

@@ -452,10 +452,12 @@ class AttemptClock:
         """The socket read timeout for the attempt's request sent at ``now``: ours
         (:meth:`socket_bound`), never above the caller's own (``caller``). Records which it is
         (:attr:`sent_bound`): a read that hits ours waited out our bound, not the caller's."""
+        self.sent_bound = None
         ours = self.socket_bound(now)
-        if ours is None or (caller is not None and caller < ours):
-            self.sent_bound = None
-            return caller if ours is not None else None
+        if ours is None:
+            return None
+        if caller is not None and caller < ours:
+            return caller
         self.sent_bound = ours = max(ours, 0.001)
         return ours
 

@@ -120,7 +120,7 @@ class Reporter:
         self.emit(Verdict(self.report, attempt, at - self.start_time, outcome, phase, committed, not self.report.shadow))
 
     def notice(self, record: AttemptRecord, item: Notice) -> None:
-        """A semantic notice of the attempt ``record`` is: counted on it, a
+        """A semantic notice (``item``) in the attempt of ``record``: counted on the record, and a
         :class:`~..events.SemanticNotice` emitted."""
         record.notices += 1
         if item.kind is NoticeKind.PREFILL:
